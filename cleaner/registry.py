@@ -1,0 +1,28 @@
+"""Versioned cleaner names -> classes, imported late so `import cleaner` stays light."""
+
+from __future__ import annotations
+
+import importlib
+
+from cleaner.base import Cleaner
+
+# name -> "module:Class"; the name is written into every output record, so bump it on any
+# change that alters the text a cleaner produces.
+CLEANERS: dict[str, str] = {
+    "trafilatura_v1": "cleaner.trafilatura_cleaner:TrafilaturaCleaner",
+}
+
+
+def cleaner_names() -> tuple[str, ...]:
+    """Known cleaner names, for CLI help and config validation."""
+    return tuple(sorted(CLEANERS))
+
+
+def get_cleaner(name: str) -> Cleaner:
+    """Build the cleaner registered under `name`; unknown names list the known ones."""
+    target = CLEANERS.get(name)
+    if target is None:
+        raise ValueError(f"unknown cleaner {name!r}; known cleaners: {', '.join(cleaner_names())}")
+    module_name, class_name = target.split(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    return cls()

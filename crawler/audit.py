@@ -1,0 +1,138 @@
+"""Checks a crawl from the server's side: the test web's request log and ground truth."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from protego import Protego
+
+TIMER_SLACK_S = 0.05  # loopback connect and timer granularity; anything beyond is a real violation
+EXAMPLES_KEPT = 5
+
+
+@dataclass(slots=True)
+class PolitenessAudit:
+    requests: int = 0
+    hosts: int = 0
+    overlapping: int = 0  # a request started before the previous one to the host had finished
+    too_fast: int = 0  # started sooner than the host's delay after the previous one
+    disallowed: int = 0  # robots.txt said no
+    backoff_ignored: int = 0  # came back sooner than Retry-After
+    min_gap_ratio: float | None = None  # smallest (gap / required delay) over all hosts
+    examples: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not (self.overlapping or self.too_fast or self.disallowed or self.backoff_ignored)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(asdict(self), clean=self.clean)
+
+
+def read_request_log(path: Path, user_agent_token: str | None = None) -> pl.DataFrame:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    frame = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+    if user_agent_token and frame.height:
+        frame = frame.filter(pl.col("user_agent").str.contains(user_agent_token, literal=True))
+    return frame
+
+
+def audit_politeness(
+    log: pl.DataFrame,
+    robots: dict[str, str],
+    crawl_delays: dict[str, float],
+    min_delay: float,
+    user_agent: str,
+) -> PolitenessAudit:
+    """`robots` maps host -> robots.txt text as served; `crawl_delays` host -> Crawl-delay seconds."""
+    audit = PolitenessAudit(requests=log.height)
+    if not log.height:
+        return audit
+    parsers = {host: Protego.parse(text) for host, text in robots.items()}
+    ratios: list[float] = []
+    for (host,), group in log.sort("ts_start").group_by("host", maintain_order=True):
+        audit.hosts += 1
+        required = max(min_delay, crawl_delays.get(str(host), 0.0))
+        previous: dict[str, Any] | None = None
+        for row in group.iter_rows(named=True):
+            path = row["path"]
+            parser = parsers.get(str(host))
+            if (
+                parser is not None
+                and not path.startswith("/robots.txt")
+                and not parser.can_fetch(f"http://{host}{path}", user_agent)
+            ):
+                audit.disallowed += 1
+                _example(audit, f"{host}{path} is disallowed by robots.txt")
+            if previous is not None:
+                _check_pair(audit, str(host), previous, row, required, ratios)
+            previous = row
+    audit.min_gap_ratio = min(ratios) if ratios else None
+    return audit
+
+
+def _check_pair(
+    audit: PolitenessAudit,
+    host: str,
+    previous: dict[str, Any],
+    row: dict[str, Any],
+    required: float,
+    ratios: list[float],
+) -> None:
+    gap = row["ts_start"] - previous["ts_start"]
+    if row["ts_start"] < previous["ts_end"] - TIMER_SLACK_S:
+        audit.overlapping += 1
+        _example(audit, f"{host}: two requests in flight at {row['ts_start']:.3f}")
+    if required > 0:
+        ratios.append(gap / required)
+        if gap < required - TIMER_SLACK_S:
+            audit.too_fast += 1
+            _example(audit, f"{host}: {gap:.3f}s between requests, delay is {required:.3f}s")
+    retry_after = previous.get("retry_after")
+    if previous["status"] in (429, 503) and retry_after:
+        waited = row["ts_start"] - previous["ts_end"]
+        if waited < float(retry_after) - TIMER_SLACK_S:
+            audit.backoff_ignored += 1
+            _example(audit, f"{host}: came back after {waited:.2f}s, Retry-After was {retry_after}")
+
+
+def _example(audit: PolitenessAudit, text: str) -> None:
+    if len(audit.examples) < EXAMPLES_KEPT:
+        audit.examples.append(text)
+
+
+def yield_against_truth(pages: pl.DataFrame, truth_pages: pl.DataFrame, score: str) -> dict[str, Any]:
+    """How much of what was fetched and kept is truly high quality, per the test web's labels."""
+    joined = pages.filter(pl.col(score).is_not_null()).join(
+        truth_pages.select("url", "high_quality"), on="url", how="inner"
+    )
+    fetched = joined.height
+    if not fetched:
+        return {"html_pages_with_truth": 0}
+    high = int(joined["high_quality"].sum())
+    curated = joined.filter(pl.col("curated"))
+    curated_high = int(curated["high_quality"].sum()) if curated.height else 0
+    return {
+        "html_pages_with_truth": fetched,
+        "high_quality_fetched": high,
+        "high_quality_per_fetch": high / fetched,
+        "curated": curated.height,
+        "curated_precision": curated_high / curated.height if curated.height else None,
+        "curated_recall": curated_high / high if high else None,
+        "score_auc": auc(joined[score].to_list(), joined["high_quality"].to_list()),
+    }
+
+
+def auc(scores: list[float], labels: list[bool]) -> float | None:
+    """Probability that a random positive outscores a random negative (ties count half)."""
+    frame = pl.DataFrame({"s": scores, "y": labels}).with_columns(r=pl.col("s").rank("average"))
+    positives = int(frame["y"].sum())
+    negatives = frame.height - positives
+    if not positives or not negatives:
+        return None
+    rank_sum = float(frame.filter(pl.col("y"))["r"].sum())
+    return (rank_sum - positives * (positives + 1) / 2) / (positives * negatives)

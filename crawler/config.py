@@ -1,0 +1,232 @@
+"""Typed crawl configuration: one TOML file plus CLI flags, validated before anything is written."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import tomli_w
+
+from crawler import __version__
+
+DEFAULT_CONTACT_URL = "https://github.com/hostcrawl/hostcrawl#crawler"
+
+
+class ConfigError(ValueError):
+    """A config or seeds file the user must fix; the message names the file and line."""
+
+
+@dataclass(slots=True)
+class PolitenessConfig:
+    user_agent: str = f"hostcrawl/{__version__}"
+    contact_url: str = DEFAULT_CONTACT_URL
+    min_delay: float = 1.0  # seconds between two requests to one host, before robots' Crawl-delay
+    max_crawl_delay: float = 60.0  # hosts asking for a longer Crawl-delay are skipped, not rushed
+    per_host_concurrency: int = 1
+    obey_robots: bool = True
+    allow_private: bool = False  # loopback/private/link-local targets are refused unless set
+    backoff_base: float = 2.0  # first wait after a 429/503 without Retry-After
+    backoff_max: float = 600.0
+    retry_times: int = 2
+
+    def full_user_agent(self) -> str:
+        return f"{self.user_agent} (+{self.contact_url})"
+
+
+@dataclass(slots=True)
+class FetchConfig:
+    max_pages: int = 1000  # global page budget
+    max_depth: int = 0  # 0 = unlimited
+    concurrency: int = 32  # requests in flight over all hosts
+    timeout: float = 30.0
+    max_page_bytes: int = 4 * 2**20  # raw bytes kept; longer bodies are cut and marked truncated
+    max_decoded_bytes: int = 16 * 2**20  # after content decoding (gzip bombs stop here)
+    max_redirects: int = 5
+    follow_cross_host: bool = True
+    proxy: str | None = None  # http proxy every request goes through (the local test web)
+
+
+@dataclass(slots=True)
+class CleaningConfig:
+    cleaner: str = "trafilatura_v1"
+    scorers: list[str] = field(default_factory=lambda: ["heuristic_v1"])
+    threshold: float = 0.5  # a page is curated when its first scorer exceeds this
+    workers: int = 0  # cleaning processes; 0 = one per core
+
+
+@dataclass(slots=True)
+class OutputConfig:
+    warc_max_bytes: int = 2**30
+    text_docs_per_file: int = 10_000
+
+
+@dataclass(slots=True)
+class CrawlConfig:
+    seeds: list[str] = field(default_factory=list)
+    politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
+    fetch: FetchConfig = field(default_factory=FetchConfig)
+    cleaning: CleaningConfig = field(default_factory=CleaningConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+
+    def to_toml(self) -> str:
+        data = _drop_none(dataclasses.asdict(self))
+        return f"# hostcrawl {__version__} resolved configuration\n" + tomli_w.dumps(data)
+
+
+SECTIONS: dict[str, type] = {
+    "politeness": PolitenessConfig,
+    "fetch": FetchConfig,
+    "cleaning": CleaningConfig,
+    "output": OutputConfig,
+}
+
+
+def _drop_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    return value
+
+
+def _line_of(text: str, section: str | None, key: str) -> int | None:
+    """Line number of `key = ...` inside `[section]` (top level when section is None)."""
+    current: str | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        header = re.match(r"^\[\s*([^\]]+?)\s*\]", stripped)
+        if header:
+            current = header.group(1)
+            if section is not None and current == section and key == "":
+                return number
+            continue
+        if current == section and re.match(rf"^{re.escape(key)}\s*=", stripped):
+            return number
+    return None
+
+
+def _where(path: Path, text: str, section: str | None, key: str) -> str:
+    line = _line_of(text, section, key)
+    return f"{path}:{line}" if line else str(path)
+
+
+def _coerce(value: Any, default: Any, annotation: str) -> Any:
+    """Check a TOML value against the field's default type; ints are accepted for floats."""
+    if "None" in annotation and value is None:
+        return value
+    if isinstance(default, bool) or annotation == "bool":
+        if not isinstance(value, bool):
+            raise TypeError("expected true or false")
+        return value
+    if isinstance(default, float) or annotation.startswith("float"):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TypeError("expected a number")
+        return float(value)
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError("expected an integer")
+        return value
+    if isinstance(default, list):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise TypeError("expected a list of strings")
+        return value
+    if not isinstance(value, str):
+        raise TypeError("expected a string")
+    return value
+
+
+def _build_section(cls: type, values: dict[str, Any], path: Path, text: str, name: str) -> Any:
+    known = {f.name: f for f in fields(cls)}
+    defaults = cls()
+    kwargs: dict[str, Any] = {}
+    for key, value in values.items():
+        where = _where(path, text, name, key)
+        if key not in known:
+            choices = ", ".join(sorted(known))
+            raise ConfigError(f"{where}: unknown key '{key}' in [{name}]; known keys: {choices}")
+        try:
+            kwargs[key] = _coerce(value, getattr(defaults, key), str(known[key].type))
+        except TypeError as exc:
+            raise ConfigError(f"{where}: [{name}] {key} = {value!r}: {exc}") from None
+    return cls(**kwargs)
+
+
+def load_config(path: Path) -> CrawlConfig:
+    """Read a crawl TOML file; every error names the file and line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: config is not UTF-8 ({exc.reason})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    config = CrawlConfig()
+    for key, value in data.items():
+        if key == "seeds":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{_where(path, text, None, key)}: seeds must be a list of URLs")
+            config.seeds = [
+                check_seed(url, f"{_where(path, text, None, key)}: seed {i + 1}")
+                for i, url in enumerate(value)
+            ]
+        elif key in SECTIONS and isinstance(value, dict):
+            setattr(config, key, _build_section(SECTIONS[key], value, path, text, key))
+        else:
+            known = ", ".join(["seeds", *(f"[{s}]" for s in SECTIONS)])
+            raise ConfigError(
+                f"{_where(path, text, None, key)}: unknown top-level key '{key}'; known: {known}"
+            )
+    validate(config, str(path))
+    return config
+
+
+def check_seed(url: str, where: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{where}: {url!r} is not an absolute http(s) URL")
+    return url
+
+
+def load_seeds(path: Path) -> list[str]:
+    """One URL per line; blank lines and '#' comments are ignored."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read seeds: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: seeds file is not UTF-8 ({exc.reason})") from None
+    seeds = []
+    for number, line in enumerate(lines, start=1):
+        url = line.split("#", 1)[0].strip()
+        if url:
+            seeds.append(check_seed(url, f"{path}:{number}"))
+    if not seeds:
+        raise ConfigError(f"{path}: no seed URLs found (one http(s) URL per line)")
+    return seeds
+
+
+def validate(config: CrawlConfig, source: str = "config") -> None:
+    """Reject values that would make a crawl impolite or meaningless."""
+    p, f, c = config.politeness, config.fetch, config.cleaning
+    checks = [
+        (p.min_delay >= 0, "politeness.min_delay must be >= 0 seconds"),
+        (p.per_host_concurrency >= 1, "politeness.per_host_concurrency must be >= 1"),
+        (p.max_crawl_delay > 0, "politeness.max_crawl_delay must be > 0"),
+        (bool(p.user_agent.strip()), "politeness.user_agent must not be empty"),
+        (p.contact_url.startswith(("http://", "https://", "mailto:")), "contact_url must be a URL"),
+        (f.max_pages >= 1, "fetch.max_pages must be >= 1"),
+        (f.concurrency >= 1, "fetch.concurrency must be >= 1"),
+        (f.timeout > 0, "fetch.timeout must be > 0"),
+        (f.max_page_bytes > 0, "fetch.max_page_bytes must be > 0"),
+        (0.0 <= c.threshold <= 1.0, "cleaning.threshold must be within [0, 1]"),
+        (bool(c.scorers), "cleaning.scorers must name at least one scorer"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(f"{source}: {message}")

@@ -1,0 +1,111 @@
+"""One crawl = one self-describing run directory: config, WARC, text, tables, stats and report."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from scrapy.crawler import CrawlerProcess
+
+from crawler.config import ConfigError, CrawlConfig, validate
+from crawler.politeness import Politeness, find_extension
+from crawler.report import write_report
+from crawler.settings import build_settings
+from crawler.spider import POLICY_NAME, HostSpider
+from crawler.tables import write_tables
+
+
+@dataclass(slots=True)
+class RunResult:
+    run_dir: Path
+    stats: dict[str, Any]
+    crawl_delays: dict[str, float]
+
+    def stat(self, key: str, default: Any = 0) -> Any:
+        return self.stats.get(key, default)
+
+
+def prepare_run_dir(run_dir: Path, ignore: frozenset[str] | set[str] = frozenset()) -> None:
+    """A run never writes into someone else's results."""
+    if run_dir.exists() and any(p.name not in ignore for p in run_dir.iterdir()):
+        raise ConfigError(
+            f"{run_dir}: run directory exists and is not empty; choose a new --out or remove it"
+        )
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, int | float | str | bool) or value is None:
+        return value
+    return str(value)
+
+
+def run_crawl(
+    config: CrawlConfig,
+    run_dir: Path,
+    *,
+    progress: bool = True,
+    ignore: frozenset[str] | set[str] = frozenset(),
+) -> RunResult:
+    """Crawl in this process (Scrapy's reactor runs once per process) and write the run directory."""
+    validate(config)
+    if not config.seeds:
+        raise ConfigError("no seeds: give --seeds FILE, seeds in the config, or URLs")
+    prepare_run_dir(run_dir, ignore)
+    (run_dir / "config.toml").write_text(config.to_toml(), encoding="utf-8")
+    process = CrawlerProcess(build_settings(config, run_dir, progress=progress))
+    crawler = process.create_crawler(HostSpider)
+    started = time.monotonic()
+    try:
+        process.crawl(crawler, seeds=config.seeds, follow_cross_host=config.fetch.follow_cross_host)
+        process.start()
+    finally:
+        wall = time.monotonic() - started
+        stats = {k: _jsonable(v) for k, v in crawler.stats.get_stats().items()}
+        politeness = find_extension(crawler, Politeness)
+        delays = {h: s.delay for h, s in politeness.hosts.items()} if politeness else {}
+        finish_run(run_dir, config, stats, delays, wall)
+    return RunResult(run_dir, stats, delays)
+
+
+def finish_run(
+    run_dir: Path,
+    config: CrawlConfig,
+    stats: dict[str, Any],
+    crawl_delays: dict[str, float],
+    wall_seconds: float,
+) -> None:
+    """Tables, stats.json and report.md; also what a crashed run can be finished with."""
+    scorers = list(config.cleaning.scorers)
+    write_tables(run_dir, scorers, crawl_delays)
+    fetched = stats.get("response_received_count", 0)
+    stats.update(
+        {
+            "hostcrawl/wall_seconds": round(wall_seconds, 3),
+            "hostcrawl/pages_per_second": round(fetched / wall_seconds, 3) if wall_seconds else 0,
+            "hostcrawl/policy": POLICY_NAME,
+            "hostcrawl/cleaner": config.cleaning.cleaner,
+            "hostcrawl/scorers": ",".join(scorers),
+        }
+    )
+    (run_dir / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n")
+    render_report(run_dir, config, stats)
+
+
+def render_report(
+    run_dir: Path,
+    config: CrawlConfig,
+    stats: dict[str, Any],
+    extra_sections: list[str] | None = None,
+) -> Path:
+    pages = pl.read_parquet(run_dir / "pages.parquet")
+    hosts = pl.read_parquet(run_dir / "hosts.parquet")
+    score = f"score_{config.cleaning.scorers[0]}"
+    return write_report(run_dir, pages, hosts, stats, score, config.cleaning.threshold, extra_sections)

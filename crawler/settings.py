@@ -1,0 +1,101 @@
+"""Scrapy settings for hostcrawl, all in one place.
+
+Groups: (1) politeness: robots.txt, per-host concurrency and delay, backoff, identity;
+(2) fetching limits: budget, timeouts, sizes, redirects; (3) the components hostcrawl adds
+(middlewares, extensions, pipeline) and the Scrapy ones it switches off; (4) logging.
+Every `HOSTCRAWL_*` setting is read by exactly one of our components.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from crawler.config import CrawlConfig
+
+# Components, by the order Scrapy calls them. The WARC capture sits next to the downloader so it
+# sees bodies before decompression and every response, robots.txt included.
+DOWNLOADER_MIDDLEWARES = {
+    "crawler.politeness.PrivateAddressGuard": 40,
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "crawler.politeness.RobotsPolicy": 100,
+    "crawler.politeness.CrawlDelayGate": 110,  # right after robots.txt is known
+    "crawler.routing.ProxyEverything": 745,
+    "crawler.failures.FailureCounter": 940,  # every failed attempt, also those retried later
+    "crawler.warc_capture.WarcCaptureMiddleware": 950,
+}
+EXTENSIONS = {
+    "scrapy.extensions.telnet.TelnetConsole": None,
+    "scrapy.extensions.remote_control.RemoteControl": None,
+    "crawler.politeness.Politeness": 10,
+    "crawler.limits.ResponseSizeCap": 10,
+    "crawler.progress.LiveProgress": 500,
+}
+DOWNLOAD_HANDLERS = {
+    "http": "crawler.politeness.PoliteDownloadHandler",
+    "https": "crawler.politeness.PoliteDownloadHandler",
+}
+ITEM_PIPELINES = {"crawler.pipeline.CleanScoreStorePipeline": 300}
+
+
+def build_settings(config: CrawlConfig, run_dir: Path, *, progress: bool = True) -> dict[str, Any]:
+    p, f, c, o = config.politeness, config.fetch, config.cleaning, config.output
+    return {
+        # (1) politeness
+        "ROBOTSTXT_OBEY": p.obey_robots,
+        "USER_AGENT": p.full_user_agent(),
+        "ROBOTSTXT_USER_AGENT": p.user_agent,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": p.per_host_concurrency,
+        "CONCURRENT_REQUESTS_PER_IP": 0,
+        "DOWNLOAD_DELAY": p.min_delay,
+        "DOWNLOAD_DELAY_JITTER": 0.0,  # jitter would dip below the floor
+        "RANDOMIZE_DOWNLOAD_DELAY": False,
+        "HOSTCRAWL_MAX_CRAWL_DELAY": p.max_crawl_delay,
+        "HOSTCRAWL_BACKOFF_BASE": p.backoff_base,
+        "HOSTCRAWL_BACKOFF_MAX": p.backoff_max,
+        "HOSTCRAWL_ALLOW_PRIVATE": p.allow_private,
+        "RETRY_ENABLED": True,
+        "RETRY_TIMES": p.retry_times,
+        "RETRY_HTTP_CODES": [500, 502, 503, 504, 522, 524, 408, 429],
+        "COOKIES_ENABLED": False,
+        "AUTOTHROTTLE_ENABLED": False,
+        # (2) fetching limits
+        "CLOSESPIDER_PAGECOUNT": f.max_pages,
+        "DEPTH_LIMIT": f.max_depth,
+        "DEPTH_PRIORITY": 1,  # breadth-first
+        "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
+        "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+        "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
+        "CONCURRENT_REQUESTS": f.concurrency,
+        "DOWNLOAD_TIMEOUT": f.timeout,
+        "DOWNLOAD_MAXSIZE": f.max_decoded_bytes,
+        "DOWNLOAD_WARNSIZE": 0,
+        "HOSTCRAWL_MAX_PAGE_BYTES": f.max_page_bytes,
+        "DOWNLOAD_FAIL_ON_DATALOSS": False,  # keep what arrived; the WARC record says it was cut
+        "REDIRECT_MAX_TIMES": f.max_redirects,
+        "METAREFRESH_ENABLED": False,
+        "HTTPERROR_ALLOW_ALL": True,  # every status becomes a row in pages.parquet
+        "HOSTCRAWL_FOLLOW_CROSS_HOST": f.follow_cross_host,
+        "HOSTCRAWL_PROXY": f.proxy,
+        "REACTOR_THREADPOOL_MAXSIZE": 20,
+        # (3) components and outputs
+        "DOWNLOADER_MIDDLEWARES": DOWNLOADER_MIDDLEWARES,
+        "DOWNLOAD_HANDLERS": DOWNLOAD_HANDLERS,
+        "EXTENSIONS": EXTENSIONS,
+        "ITEM_PIPELINES": ITEM_PIPELINES,
+        "TELNETCONSOLE_ENABLED": False,
+        "REMOTE_CONTROL_ENABLED": False,
+        "HOSTCRAWL_RUN_DIR": str(run_dir),
+        "HOSTCRAWL_CLEANER": c.cleaner,
+        "HOSTCRAWL_SCORERS": list(c.scorers),
+        "HOSTCRAWL_THRESHOLD": c.threshold,
+        "HOSTCRAWL_CLEAN_WORKERS": c.workers,
+        "HOSTCRAWL_WARC_MAX_BYTES": o.warc_max_bytes,
+        "HOSTCRAWL_TEXT_DOCS_PER_FILE": o.text_docs_per_file,
+        "HOSTCRAWL_PROGRESS": progress,
+        # (4) logging: the log file keeps details, the terminal shows the live progress
+        "LOG_LEVEL": "INFO",
+        "LOG_FILE": str(run_dir / "crawl.log"),
+        "LOG_FILE_APPEND": True,
+        "LOGSTATS_INTERVAL": 10.0,
+    }

@@ -1,0 +1,113 @@
+"""The crawl spider: turns every fetch, failed or not, into one page record and follows HTML links."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import scrapy
+from scrapy.http import Response, TextResponse
+from scrapy.linkextractors import LinkExtractor
+from scrapy.utils.httpobj import urlparse_cached
+from twisted.python.failure import Failure
+
+from crawler.failures import failure_reason
+from crawler.warc_capture import FETCHED_AT_META, WARC_ID_META
+
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+BINARY_SNIFF_BYTES = 4096
+BINARY_CONTROL_SHARE = 0.10  # real HTML has almost no control bytes; images and archives do
+POLICY_NAME = "bfs_v1"  # Scrapy's own scheduler, breadth-first; the scheduler issue replaces it
+
+
+def looks_binary(body: bytes) -> bool:
+    head = body[:BINARY_SNIFF_BYTES]
+    if not head:
+        return False
+    controls = sum(1 for b in head if b < 9 or 13 < b < 32)
+    return b"\x00" in head or controls / len(head) > BINARY_CONTROL_SHARE
+
+
+def page_record(url: str, meta: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """One row of pages.parquet; `html` travels to the cleaning pipeline and is dropped there."""
+    record = {
+        "url": url,
+        "host": urlsplit(url).hostname or "",
+        "status": None,
+        "content_type": None,
+        "bytes": 0,
+        "depth": int(meta.get("depth", 0)),
+        "fetched_at": (meta.get(FETCHED_AT_META) or datetime.now(UTC)).isoformat(),
+        "warc_record_id": None,
+        "truncated": False,
+        "policy": POLICY_NAME,
+        "phase": "bfs",
+        "error": None,
+        "html": None,
+    }
+    record.update(fields)
+    return record
+
+
+class HostSpider(scrapy.Spider):
+    name = "hostcrawl"
+
+    def __init__(self, seeds: list[str], follow_cross_host: bool = True, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.seeds = seeds
+        self.follow_cross_host = follow_cross_host
+        self.links = LinkExtractor(tags=("a", "area"), attrs=("href",), unique=True)
+
+    async def start(self) -> AsyncIterator[scrapy.Request]:
+        for url in self.seeds:
+            yield scrapy.Request(url, callback=self.parse, errback=self.failed)
+
+    def _record(self, response: Response) -> dict[str, Any]:
+        meta = response.request.meta if response.request is not None else {}
+        content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
+        return page_record(
+            response.url,
+            meta,
+            status=response.status,
+            content_type=content_type.split(";")[0].strip().lower(),
+            bytes=len(response.body),
+            warc_record_id=meta.get(WARC_ID_META),
+            truncated="download_stopped" in response.flags or "dataloss" in response.flags,
+        )
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        stats = self.crawler.stats
+        record = self._record(response)
+        stats.inc_value(f"page/status/{response.status // 100}xx")
+        if not isinstance(response, TextResponse) or not record["content_type"].startswith(HTML_TYPES):
+            record["error"] = "not_html"
+        elif looks_binary(response.body):
+            record["error"] = "binary_as_html"
+        elif response.status >= 400:
+            record["error"] = f"http_{response.status}"
+        if record["error"]:
+            stats.inc_value(f"page/skipped/{record['error']}")
+            yield record
+            return
+        assert isinstance(response, TextResponse)
+        record["html"] = response.text
+        yield record
+        yield from self.follow(response)
+
+    def follow(self, response: TextResponse) -> Iterator[scrapy.Request]:
+        host = urlparse_cached(response).hostname
+        for link in self.links.extract_links(response):
+            parts = urlsplit(link.url)
+            if parts.scheme not in ("http", "https"):
+                continue
+            if not self.follow_cross_host and parts.hostname != host:
+                continue
+            yield scrapy.Request(link.url, callback=self.parse, errback=self.failed)
+
+    def failed(self, failure: Failure) -> Iterator[dict[str, Any]]:
+        reason = failure_reason(failure.value or Exception())
+        self.crawler.stats.inc_value(f"fetch/failed/{reason}")
+        request = failure.request  # type: ignore[attr-defined]
+        yield page_record(request.url, request.meta, error=reason)

@@ -1,0 +1,79 @@
+"""Configuration of the local test web: one frozen dataclass, saved next to the ground truth."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SHARED_DATA_ENV = "HOSTCRAWL_SHARED_DATA"
+# Relative to the working directory: the layout of a development checkout next to ../shared.
+DEFAULT_SHARED_ROBOTS = Path("..") / "shared" / "data" / "robots"
+
+
+@dataclass(frozen=True, slots=True)
+class TestWebConfig:
+    """Everything that shapes the generated web; the same config always yields the same bytes."""
+
+    __test__ = False  # not a pytest test class despite the name
+
+    n_hosts: int = 500
+    seed: int = 0
+    hostile_share: float = 0.05
+    mean_quality: float = 0.3
+    icc: float = 0.5
+    crawl_delay_share: float = 0.2
+    crawl_delay_range: tuple[float, float] = (0.2, 1.0)
+    real_robots_share: float = 0.2
+    robots_missing_share: float = 0.05
+    # None: $HOSTCRAWL_SHARED_DATA/robots, else ../shared/data/robots if present; "": none.
+    robots_dir: str | None = None
+    slow_seconds: tuple[float, float] = (2.0, 6.0)
+    pages_median: float = 40.0
+    pages_sigma: float = 1.2
+    pages_range: tuple[int, int] = (5, 5000)
+    # `ratelimit` hosts answer 429 once more than this many requests fall in the window.
+    ratelimit_requests: int = 3
+    ratelimit_window: float = 5.0
+    retry_after_range: tuple[int, int] = (1, 2)
+    error_share: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.n_hosts < 1:
+            raise ValueError("n_hosts must be at least 1")
+        if not 0.0 < self.icc < 1.0 or not 0.0 < self.mean_quality < 1.0:
+            raise ValueError("icc and mean_quality must lie strictly between 0 and 1")
+        for name in ("hostile_share", "crawl_delay_share", "real_robots_share", "error_share"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must lie in [0, 1]")
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TestWebConfig:
+        """Rebuild from JSON, where tuples came back as lists."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        clean: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names
+        }
+        return cls(**clean)
+
+    @classmethod
+    def from_json(cls, text: str) -> TestWebConfig:
+        return cls.from_dict(json.loads(text))
+
+
+def resolve_robots_dir(cfg: TestWebConfig) -> Path | None:
+    """Where real robots.txt files come from, or None: the test web must work without them."""
+    if cfg.robots_dir == "":
+        return None
+    if cfg.robots_dir is not None:
+        path = Path(cfg.robots_dir)
+        return path if path.is_dir() else None
+    env = os.environ.get(SHARED_DATA_ENV)
+    candidate = Path(env) / "robots" if env else DEFAULT_SHARED_ROBOTS
+    return candidate.resolve() if candidate.is_dir() else None

@@ -1,0 +1,274 @@
+"""The generated web as data: per-host parameters and per-page labels, vectorised from one seed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from crawler.testweb import robots as robots_mod
+from crawler.testweb.config import TestWebConfig, resolve_robots_dir
+from crawler.testweb.hostile import HOSTILE_KINDS, MIN_HOSTS_FOR_EVERY_KIND
+from crawler.testweb.site import Rendered, render
+from crawler.testweb.templates import CLASS_PREFIXES, FAMILIES
+from crawler.testweb.text import LANGUAGES, LOW_TYPES, Lexicon, load_lexicons
+
+KINDS = ("news", "blog", "shop", "forum", "wiki", "docs", "edu", "recipes")
+KIND_WEIGHTS = (0.2, 0.2, 0.15, 0.1, 0.1, 0.08, 0.07, 0.1)
+KIND_SECTIONS: dict[str, tuple[str, ...]] = {
+    "news": ("politics", "economy", "science", "sports", "culture", "world"),
+    "blog": ("diary", "travel", "ideas", "notes", "reviews", "life"),
+    "shop": ("products", "offers", "home", "garden", "kitchen", "outdoor"),
+    "forum": ("general", "help", "hardware", "software", "offtopic", "announcements"),
+    "wiki": ("history", "geography", "biology", "people", "places", "events"),
+    "docs": ("guide", "reference", "tutorials", "api", "faq", "changelog"),
+    "edu": ("courses", "research", "admissions", "events", "library", "faculty"),
+    "recipes": ("breakfast", "soups", "mains", "baking", "desserts", "drinks"),
+}
+SECTIONS_PER_HOST = (2, 6)
+LANGUAGE_WEIGHTS = (0.7, 0.1, 0.1, 0.1)
+COOKIE_BANNER_SHARE = 0.6
+SEARCH_DISALLOW_SHARE = 0.5  # generated robots.txt that also disallow /search
+BADBOT_SHARE = 0.3  # generated robots.txt with an extra group for another agent
+MAX_CROSS_LINKS = 3  # per content page, 0..MAX
+POPULARITY_SIGMA = 1.5  # lognormal spread of how often a host is linked to
+
+
+def _rng(seed: int, stream: int) -> np.random.Generator:
+    """One independent stream per drawn quantity, so adding a quantity changes no other."""
+    return np.random.default_rng(np.random.SeedSequence([seed, stream]))
+
+
+@dataclass(slots=True)
+class HostSpec:
+    """One virtual host and its ground truth."""
+
+    name: str
+    index: int
+    kind: str
+    language: str
+    q: float
+    n_pages: int
+    n_high: int
+    hostile: str | None
+    crawl_delay: float | None
+    robots_source: str  # "generated", "missing" (404) or "real:<file name>"
+    disallow: tuple[str, ...]
+    in_links: int
+    template: str
+    class_prefix: str
+    cookie_banner: bool
+    sections: tuple[str, ...]
+    slow_delay: float = 0.0
+    retry_after: int = 1
+    badbot_group: bool = False
+
+    @property
+    def home(self) -> str:
+        return f"http://{self.name}/"
+
+    def page_path(self, j: int) -> str:
+        return f"/{self.sections[j % len(self.sections)]}/{j}.html"
+
+
+class SiteModel:
+    """Pure description of the web: which hosts exist, what each page is, and its bytes."""
+
+    def __init__(self, cfg: TestWebConfig) -> None:
+        self.cfg = cfg
+        self.lexicons: dict[str, Lexicon] = load_lexicons()
+        self.real_robots = robots_mod.load_real_robots(
+            resolve_robots_dir(cfg) if cfg.real_robots_share > 0 else None
+        )
+        self._build()
+        self._by_name = {h.name: h for h in self.hosts}
+
+    def _build(self) -> None:
+        cfg, n = self.cfg, self.cfg.n_hosts
+        kind_i = _rng(cfg.seed, 1).choice(len(KINDS), n, p=KIND_WEIGHTS)
+        lang_i = _rng(cfg.seed, 2).choice(len(LANGUAGES), n, p=LANGUAGE_WEIGHTS)
+        total_ab = 1.0 / cfg.icc - 1.0
+        q = _rng(cfg.seed, 3).beta(cfg.mean_quality * total_ab, (1 - cfg.mean_quality) * total_ab, n)
+        lo, hi = cfg.pages_range
+        raw = _rng(cfg.seed, 4).lognormal(np.log(cfg.pages_median), cfg.pages_sigma, n)
+        n_pages = np.clip(np.round(raw), lo, hi).astype(np.int64)
+
+        hostile = np.full(n, -1)
+        if cfg.hostile_share > 0:
+            n_hostile = round(cfg.hostile_share * n)
+            if n >= MIN_HOSTS_FOR_EVERY_KIND:
+                n_hostile = max(n_hostile, len(HOSTILE_KINDS))
+            chosen = _rng(cfg.seed, 5).permutation(n)[: min(n_hostile, n)]
+            hostile[chosen] = np.arange(len(chosen)) % len(HOSTILE_KINDS)
+        bad_cs = hostile == HOSTILE_KINDS.index("bad_charset")
+        lang_i[bad_cs] = 1 + np.arange(n)[bad_cs] % 3  # mojibake needs accented text
+
+        r = _rng(cfg.seed, 6)
+        src_u, delay_u, file_u = r.random(n), r.random(n), r.random(n)
+        search_u, badbot_u = r.random(n), r.random(n)
+        delays = np.round(r.uniform(*cfg.crawl_delay_range, n), 2)
+        t = _rng(cfg.seed, 8)
+        family, prefix = t.integers(0, len(FAMILIES), n), t.integers(0, len(CLASS_PREFIXES), n)
+        cookie, n_sec = t.random(n) < COOKIE_BANNER_SHARE, t.integers(*SECTIONS_PER_HOST, n + 1)
+        n_sec, rot = n_sec[:n], t.integers(0, 6, n)
+        s = _rng(cfg.seed, 9)
+        slow = s.uniform(*cfg.slow_seconds, n)
+        retry = s.integers(cfg.retry_after_range[0], cfg.retry_after_range[1] + 1, n)
+
+        self.page_offset = np.concatenate([[0], np.cumsum(n_pages)])
+        total = int(self.page_offset[-1])
+        q_rep = np.repeat(q, n_pages)
+        self.page_high = _rng(cfg.seed, 10).random(total) < q_rep
+        self.page_low = _rng(cfg.seed, 11).integers(0, len(LOW_TYPES), total).astype(np.int8)
+        self.page_host = np.repeat(np.arange(n), n_pages)
+        n_high = np.bincount(self.page_host, weights=self.page_high, minlength=n).astype(np.int64)
+
+        lk = _rng(cfg.seed, 12)
+        popularity = lk.lognormal(0.0, POPULARITY_SIGMA, n)
+        per_page = lk.integers(0, MAX_CROSS_LINKS + 1, total)
+        self.link_offset = np.concatenate([[0], np.cumsum(per_page)])
+        targets = lk.choice(n, int(self.link_offset[-1]), p=popularity / popularity.sum())
+        if n > 1:
+            link_source = np.repeat(self.page_host, per_page)
+            targets = np.where(targets == link_source, (targets + 1) % n, targets)
+        self.link_target = targets
+        self.link_page = (lk.random(len(targets)) * n_pages[targets]).astype(np.int64)
+        in_links = np.bincount(targets, minlength=n) if n > 1 else np.zeros(n, np.int64)
+
+        real_share = cfg.real_robots_share if self.real_robots else 0.0
+        self.hosts: list[HostSpec] = []
+        for i in range(n):
+            kind = KINDS[kind_i[i]]
+            all_sections = KIND_SECTIONS[kind]
+            sections = tuple(all_sections[(rot[i] + k) % 6] for k in range(n_sec[i]))
+            name = f"{kind}-{i}.example"
+            delay: float | None = float(delays[i]) if delay_u[i] < cfg.crawl_delay_share else None
+            disallow: tuple[str, ...]
+            if src_u[i] < cfg.robots_missing_share:
+                source, disallow, delay = "missing", (), None
+            elif src_u[i] < cfg.robots_missing_share + real_share:
+                real = self.real_robots[int(file_u[i] * len(self.real_robots))]
+                source = f"real:{real.name}"
+                disallow = (robots_mod.PRIVATE_PREFIX, *real.disallow)
+                if real.has_delay and delay is None:
+                    delay = float(delays[i])  # ours overrides the file's, keeping demos fast
+            else:
+                source = "generated"
+                disallow = (robots_mod.PRIVATE_PREFIX,)
+                if search_u[i] < SEARCH_DISALLOW_SHARE:
+                    disallow += (robots_mod.SEARCH_PREFIX,)
+            self.hosts.append(
+                HostSpec(
+                    name=name,
+                    index=i,
+                    kind=kind,
+                    language=LANGUAGES[lang_i[i]],
+                    q=float(q[i]),
+                    n_pages=int(n_pages[i]),
+                    n_high=int(n_high[i]),
+                    hostile=HOSTILE_KINDS[hostile[i]] if hostile[i] >= 0 else None,
+                    crawl_delay=delay,
+                    robots_source=source,
+                    disallow=disallow,
+                    in_links=int(in_links[i]),
+                    template=FAMILIES[family[i]],
+                    class_prefix=CLASS_PREFIXES[prefix[i]],
+                    cookie_banner=bool(cookie[i]),
+                    sections=sections,
+                    slow_delay=float(slow[i]),
+                    retry_after=int(retry[i]),
+                    badbot_group=bool(badbot_u[i] < BADBOT_SHARE),
+                )
+            )
+
+    def host(self, name: str) -> HostSpec | None:
+        return self._by_name.get(name.lower().split(":", 1)[0])
+
+    def seed_urls(self) -> list[str]:
+        return [h.home for h in self.hosts]
+
+    def page_label(self, spec: HostSpec, j: int) -> tuple[bool, str | None]:
+        """(high quality, low type or None) of content page j."""
+        g = int(self.page_offset[spec.index]) + j
+        high = bool(self.page_high[g])
+        return high, None if high else LOW_TYPES[self.page_low[g]]
+
+    def cross_links(self, spec: HostSpec, j: int) -> list[str]:
+        g = int(self.page_offset[spec.index]) + j
+        lo, hi = int(self.link_offset[g]), int(self.link_offset[g + 1])
+        out = []
+        for t, p in zip(self.link_target[lo:hi], self.link_page[lo:hi], strict=True):
+            target = self.hosts[int(t)]
+            out.append(f"http://{target.name}{target.page_path(int(p))}")
+        return out
+
+    def robots_txt(self, spec: HostSpec) -> bytes | None:
+        if spec.robots_source == "missing":
+            return None
+        if spec.robots_source.startswith("real:"):
+            name = spec.robots_source.split(":", 1)[1]
+            real = next(r for r in self.real_robots if r.name == name)
+            return robots_mod.merged(real.body, spec.name, spec.crawl_delay)
+        return robots_mod.generated(spec.name, spec.crawl_delay, spec.disallow, spec.badbot_group)
+
+    def render(self, host: str, path: str) -> Rendered:
+        """The response to `GET http://host/path` (may carry a query), minus transport effects."""
+        return render(self, host, path)
+
+    def hosts_frame(self) -> pl.DataFrame:
+        """Ground truth per host, as written to hosts.parquet."""
+        hs = self.hosts
+        return pl.DataFrame(
+            {
+                "host": [h.name for h in hs],
+                "kind": [h.kind for h in hs],
+                "language": [h.language for h in hs],
+                "q": [h.q for h in hs],
+                "n_pages": [h.n_pages for h in hs],
+                "n_high": [h.n_high for h in hs],
+                "hostile": [h.hostile for h in hs],
+                "crawl_delay": [h.crawl_delay for h in hs],
+                "robots_source": [h.robots_source for h in hs],
+                "disallow": [list(h.disallow) for h in hs],
+                "in_links": [h.in_links for h in hs],
+                "template": [h.template for h in hs],
+            },
+            schema_overrides={
+                "hostile": pl.String,
+                "crawl_delay": pl.Float64,
+                "disallow": pl.List(pl.String),
+                "n_pages": pl.Int64,
+                "n_high": pl.Int64,
+                "in_links": pl.Int64,
+            },
+        )
+
+    def pages_frame(self) -> pl.DataFrame:
+        """Ground truth per content page, as written to pages.parquet (built vectorised)."""
+        names = np.array([h.name for h in self.hosts])
+        starts = self.page_offset[:-1]
+        j = np.arange(len(self.page_host)) - starts[self.page_host]
+        n_sec = np.array([len(h.sections) for h in self.hosts])
+        sec_table = [s for h in self.hosts for s in h.sections]
+        sec_start = np.concatenate([[0], np.cumsum(n_sec)])[:-1]
+        section = np.array(sec_table)[sec_start[self.page_host] + j % n_sec[self.page_host]]
+        low = np.array(LOW_TYPES)[self.page_low]
+        df = pl.DataFrame({"host": names[self.page_host], "section": section, "j": j, "high": self.page_high})
+        return df.select(
+            pl.concat_str(
+                [
+                    pl.lit("http://"),
+                    "host",
+                    pl.lit("/"),
+                    "section",
+                    pl.lit("/"),
+                    "j",
+                    pl.lit(".html"),
+                ]
+            ).alias("url"),
+            "host",
+            pl.concat_str([pl.lit("/"), "section", pl.lit("/"), "j", pl.lit(".html")]).alias("path"),
+            pl.col("high").alias("high_quality"),
+            pl.when(pl.col("high")).then(None).otherwise(pl.Series(low)).alias("low_type"),
+        )

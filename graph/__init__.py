@@ -1,0 +1,1 @@
+"""Host graph (later issue): Common Crawl ranks ingest, host-name normalisation, centrality priors."""

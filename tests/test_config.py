@@ -1,0 +1,96 @@
+"""Bad config and seeds files are rejected with the line to fix, and nothing is written."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from crawler.config import ConfigError, CrawlConfig, load_config, load_seeds
+
+
+def hostcrawl(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "crawler.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_seed_file_with_bad_url_names_the_line_and_writes_nothing(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("# my seeds\nhttp://good.example/\n\nhtp:/broken\n")
+    run = tmp_path / "run"
+    result = hostcrawl("crawl", "--seeds", str(seeds), "--out", str(run), cwd=tmp_path)
+    assert result.returncode == 2
+    assert f"{seeds}:4" in result.stderr
+    assert "htp:/broken" in result.stderr
+    assert not run.exists()
+
+
+def test_config_with_invalid_toml_names_the_line_and_writes_nothing(tmp_path: Path) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text('seeds = ["http://a.example/"]\n[fetch]\nmax_pages = 10\ntimeout = = 3\n')
+    run = tmp_path / "run"
+    result = hostcrawl("crawl", "--config", str(config), "--out", str(run), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "line 4" in result.stderr
+    assert not run.exists()
+
+
+def test_unknown_key_and_wrong_type_name_their_lines(tmp_path: Path) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text("[politeness]\nmin_delay = 1.5\nmin_dely = 2\n")
+    with pytest.raises(ConfigError, match=r"crawl\.toml:3: unknown key 'min_dely'"):
+        load_config(config)
+    config.write_text('[fetch]\n\nmax_pages = "many"\n')
+    with pytest.raises(ConfigError, match=r"crawl\.toml:3: .*expected an integer"):
+        load_config(config)
+
+
+def test_impolite_values_are_refused(tmp_path: Path) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text("[politeness]\nper_host_concurrency = 0\n")
+    with pytest.raises(ConfigError, match="per_host_concurrency"):
+        load_config(config)
+
+
+def test_resolved_config_round_trips_through_toml(tmp_path: Path) -> None:
+    config = CrawlConfig(seeds=["http://a.example/"])
+    config.fetch.max_pages = 77
+    config.politeness.min_delay = 0.5
+    path = tmp_path / "config.toml"
+    path.write_text(config.to_toml())
+    again = load_config(path)
+    assert again == config
+    assert tomllib.loads(path.read_text())["fetch"]["max_pages"] == 77
+
+
+def test_seeds_file_skips_comments_and_blank_lines(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://a.example/  # first\n\n# nothing\nhttps://b.example/x\n")
+    assert load_seeds(seeds) == ["http://a.example/", "https://b.example/x"]
+
+
+def test_existing_run_directory_is_not_overwritten(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "keep.txt").write_text("someone's results")
+    result = hostcrawl("crawl", "http://a.example/", "--out", str(run), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "not empty" in result.stderr
+    assert sorted(p.name for p in run.iterdir()) == ["keep.txt"]
+
+
+def test_help_explains_the_commands(tmp_path: Path) -> None:
+    result = hostcrawl("--help", cwd=tmp_path)
+    assert result.returncode == 0
+    for word in ("demo", "crawl", "testweb", "run directory"):
+        assert word in result.stdout
+    crawl_help = hostcrawl("crawl", "--help", cwd=tmp_path).stdout
+    assert "--allow-private" in crawl_help and "--contact" in crawl_help
