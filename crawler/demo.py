@@ -15,8 +15,8 @@ from crawler.run import RunResult, prepare_run_dir, render_report, run_crawl
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 
 DEMO_MIN_DELAY = 0.25  # loopback only; live crawls default to 1 s
-DEMO_MAX_PAGES = 1500
-DEMO_HOSTS = 500
+DEMO_MAX_PAGES = 4000  # enough for breadth-first to get past home and section pages
+DEMO_HOSTS = 300
 WEB_SUBDIR = "testweb"  # the test web's ground truth and request log, inside the run directory
 
 

@@ -50,9 +50,10 @@ class LiveProgress:
         pages = get("response_received_count", 0)
         elapsed = max(1e-6, time.monotonic() - self.started)
         failed = sum(v for k, v in self.stats.get_stats().items() if k.startswith("fetch/failed/"))
+        robots = get("fetch/failed/robots_forbidden", 0)
         return (
-            f"{pages} pages  {len(self.hosts)} hosts  {pages / elapsed:.1f} pages/s  "
-            f"curated {get('page/curated', 0)}  errors {failed}"
+            f"{pages} responses  {len(self.hosts)} hosts  {pages / elapsed:.1f}/s  "
+            f"curated {get('page/curated', 0)}  failed {failed - robots}  robots-disallowed {robots}"
         )
 
     def opened(self) -> None:

@@ -62,7 +62,7 @@ def plot_hosts(hosts: pl.DataFrame, run_dir: Path) -> str | None:
     ax.barh(names, top["curated"].to_list()[::-1], label="curated", color="#55a868")
     ax.set_xlabel("pages")
     ax.set_title(f"Top {top.height} hosts by pages fetched")
-    ax.legend()
+    ax.legend(loc="lower right")
     return _save(fig, run_dir, "hosts.png")
 
 
