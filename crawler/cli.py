@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import datetime
+from importlib import metadata
 from pathlib import Path
 
 from rich.console import Console
@@ -12,6 +13,7 @@ from rich.console import Console
 from crawler import __version__
 from crawler.config import ConfigError, CrawlConfig, check_seed, load_config, load_seeds, validate
 
+COMMAND_ENTRY_POINTS = "hostcrawl.commands"
 EXIT_OK = 0
 EXIT_FAILED = 1  # the crawl ran but fetched nothing, or crashed
 EXIT_USAGE = 2  # bad flags, config or seeds: nothing was written
@@ -157,6 +159,15 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
+def add_plugin_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Commands of the other packages (graph, study, ...), found through their entry points.
+
+    The crawler does not import analytics by name; each package registers its own subcommands.
+    """
+    for entry in sorted(metadata.entry_points(group=COMMAND_ENTRY_POINTS), key=lambda e: e.name):
+        entry.load()(subparsers)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from crawler.testweb import register_cli
 
@@ -171,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_parser(subparsers)
     add_crawl_parser(subparsers)
     register_cli(subparsers)
+    add_plugin_commands(subparsers)
     return parser
 
 
