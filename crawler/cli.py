@@ -11,7 +11,15 @@ from pathlib import Path
 from rich.console import Console
 
 from crawler import __version__
-from crawler.config import ConfigError, CrawlConfig, check_seed, load_config, load_seeds, validate
+from crawler.config import (
+    POLICY_NAMES,
+    ConfigError,
+    CrawlConfig,
+    check_seed,
+    load_config,
+    load_seeds,
+    validate,
+)
 
 COMMAND_ENTRY_POINTS = "hostcrawl.commands"
 EXIT_OK = 0
@@ -59,6 +67,23 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
         help="allow loopback/private/link-local targets (refused by default)",
     )
     p.add_argument("--same-host", action="store_true", help="do not follow links to other hosts")
+    p.add_argument(
+        "--policy",
+        choices=POLICY_NAMES,
+        help="crawl order: adaptive (default; best), sample_deepen, bfs, uniform, hc_depth, "
+        "oracle (benchmarks: needs --truth)",
+    )
+    p.add_argument("--sample-pages", type=int, help="pages sampled per host before ranking it (3)")
+    p.add_argument("--explore-share", type=float, help="sample_deepen: budget share for sampling (0.2)")
+    p.add_argument("--per-host-budget", type=int, help="pages per host, 0 = no cap (0)")
+    p.add_argument("--priors", help="ranks parquet from `hostcrawl graph ingest` (HC/PR tie-breaks)")
+    p.add_argument("--truth", help="test web hosts.parquet with true densities (oracle policy only)")
+    p.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN",
+        help="continue a stopped or crashed run in RUN with its saved config.toml",
+    )
     p.add_argument("--threshold", type=float, help="quality score a page needs to be kept (0.5)")
     p.add_argument("--workers", type=int, help="cleaning processes (default: one per core)")
     p.add_argument("--no-progress", action="store_true", help="no live progress display")
@@ -67,12 +92,23 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def resolve_crawl_config(args: argparse.Namespace) -> CrawlConfig:
     """Config file, then seeds, then flags; raises ConfigError before anything is written."""
-    config = load_config(args.config) if args.config else CrawlConfig()
+    if args.resume and args.config:
+        raise ConfigError("--resume uses the run's own config.toml; drop --config")
+    if args.resume:
+        config = load_config(args.resume / "config.toml")
+    else:
+        config = load_config(args.config) if args.config else CrawlConfig()
     if args.seeds:
         config.seeds = config.seeds + load_seeds(args.seeds)
     config.seeds += [check_seed(url, f"argument {i + 1}") for i, url in enumerate(args.urls)]
-    p, f, c = config.politeness, config.fetch, config.cleaning
+    p, f, c, pol = config.politeness, config.fetch, config.cleaning, config.policy
     overrides = [
+        (args.policy, pol, "name"),
+        (args.sample_pages, pol, "sample_pages"),
+        (args.explore_share, pol, "explore_share"),
+        (args.per_host_budget, pol, "per_host_budget"),
+        (args.priors, pol, "priors"),
+        (args.truth, pol, "truth"),
         (args.max_pages, f, "max_pages"),
         (args.max_depth, f, "max_depth"),
         (args.min_delay, p, "min_delay"),
@@ -101,8 +137,8 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     from crawler.run import run_crawl
 
     config = resolve_crawl_config(args)
-    run_dir = args.out or default_run_dir("crawl")
-    result = run_crawl(config, run_dir, progress=not args.no_progress)
+    run_dir = args.resume or args.out or default_run_dir("crawl")
+    result = run_crawl(config, run_dir, progress=not args.no_progress, resume=bool(args.resume))
     fetched = result.stat("response_received_count")
     Console(stderr=True).print(
         f"[bold]done[/]: {fetched} responses, {result.stat('page/curated')} pages curated, "

@@ -14,6 +14,7 @@ import tomli_w
 
 from crawler import __version__
 
+POLICY_NAMES = ("bfs", "uniform", "hc_depth", "sample_deepen", "adaptive", "oracle")
 DEFAULT_CONTACT_URL = "https://github.com/hostcrawl/hostcrawl#crawler"
 
 
@@ -52,6 +53,16 @@ class FetchConfig:
 
 
 @dataclass(slots=True)
+class PolicyConfig:
+    name: str = "adaptive"  # bfs | uniform | hc_depth | sample_deepen | adaptive | oracle
+    sample_pages: int = 3  # k pages sampled per host before it is ranked
+    explore_share: float = 0.2  # sample_deepen: budget share for discovering and sampling hosts
+    per_host_budget: int = 0  # pages per host, 0 = no cap
+    priors: str | None = None  # ranks parquet (hostcrawl graph ingest) for HC/PR priors
+    truth: str | None = None  # the test web's hosts.parquet: only the oracle policy reads it
+
+
+@dataclass(slots=True)
 class CleaningConfig:
     cleaner: str = "trafilatura_v1"
     scorers: list[str] = field(default_factory=lambda: ["heuristic_v1"])
@@ -70,6 +81,7 @@ class CrawlConfig:
     seeds: list[str] = field(default_factory=list)
     politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
     fetch: FetchConfig = field(default_factory=FetchConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
     cleaning: CleaningConfig = field(default_factory=CleaningConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
 
@@ -81,6 +93,7 @@ class CrawlConfig:
 SECTIONS: dict[str, type] = {
     "politeness": PolitenessConfig,
     "fetch": FetchConfig,
+    "policy": PolicyConfig,
     "cleaning": CleaningConfig,
     "output": OutputConfig,
 }
@@ -213,8 +226,12 @@ def load_seeds(path: Path) -> list[str]:
 
 def validate(config: CrawlConfig, source: str = "config") -> None:
     """Reject values that would make a crawl impolite or meaningless."""
-    p, f, c = config.politeness, config.fetch, config.cleaning
+    p, f, c, pol = config.politeness, config.fetch, config.cleaning, config.policy
     checks = [
+        (pol.name in POLICY_NAMES, f"policy.name must be one of {', '.join(POLICY_NAMES)}"),
+        (pol.sample_pages >= 1, "policy.sample_pages must be >= 1"),
+        (0.0 <= pol.explore_share <= 1.0, "policy.explore_share must be within [0, 1]"),
+        (pol.name != "oracle" or bool(pol.truth), "the oracle policy needs policy.truth (ground truth)"),
         (p.min_delay >= 0, "politeness.min_delay must be >= 0 seconds"),
         (p.per_host_concurrency >= 1, "politeness.per_host_concurrency must be >= 1"),
         (p.max_crawl_delay > 0, "politeness.max_crawl_delay must be > 0"),

@@ -15,6 +15,7 @@ from cleaner.pipeline import process_page
 from crawler import __version__
 from crawler.sinks import PAGES_SPOOL, PageSpool, TextSink
 from crawler.warc_capture import WarcCaptureMiddleware
+from scheduler.scrapy_scheduler import page_scored
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -82,6 +83,7 @@ class CleanScoreStorePipeline:
     async def process_item(self, item: dict[str, Any], spider: Any = None) -> dict[str, Any]:
         assert self.pool is not None and self.text is not None and self.pages is not None
         html = item.pop("html", None)
+        lease = item.pop("_lease", None)
         row = dict(item, cleaner=None, n_words=0, curated=False, title=None)
         for name in self.scorers:
             row[f"score_{name}"] = None
@@ -103,6 +105,9 @@ class CleanScoreStorePipeline:
             self._write_metadata(item, row)
         self.pages.write(row)
         self.stats.inc_value("page/recorded")
+        if lease is not None:
+            score = row[f"score_{self.scorers[0]}"]
+            self.crawler.signals.send_catch_log(signal=page_scored, lease=lease, score=score)
         return row
 
     def _doc(self, item: dict[str, Any], result: Any) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from scrapy.utils.misc import build_from_crawler
 from twisted.internet.defer import Deferred
 
 from crawler.failures import failure_reason
+from scheduler.scrapy_scheduler import host_ready_at
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -54,6 +55,8 @@ def parse_retry_after(value: bytes | str | None, now: float | None = None) -> fl
 class HostPoliteness:
     delay: float  # base delay between two requests to this host
     failures: int = 0  # consecutive 429/503 responses
+    last_end: float = 0.0  # monotonic time the last fetch ended
+    ready_at: float = 0.0  # monotonic time before which the host must not be fetched
 
 
 class Politeness:
@@ -100,6 +103,7 @@ class Politeness:
         stats.inc_value("robotstxt/crawl_delay")
         state = self.host(host)
         state.delay = max(self.min_delay, crawl_delay)
+        self._announce(host, state, max(state.ready_at, state.last_end + state.delay))
         downloader = self.crawler.engine.downloader
         downloader.per_slot_settings[host] = {
             "delay": state.delay,
@@ -126,10 +130,17 @@ class Politeness:
             logger.info("backing off %s for %.1fs after HTTP %s", key, wait, response.status)
         elif response is not None:
             state.failures = 0
+        state.last_end = time.monotonic()
+        self._announce(key, state, state.last_end + wait)
         slot = self._slot(key)
         if slot is not None:
             # the slot sends its next request at lastseen + delay; make that now + wait
             slot.lastseen = max(slot.lastseen, time.monotonic() + wait - slot.delay)
+
+    def _announce(self, host: str, state: HostPoliteness, ready_at: float) -> None:
+        """Tell the frontier, so it hands out no request of this host before then."""
+        state.ready_at = ready_at
+        self.crawler.signals.send_catch_log(signal=host_ready_at, host=host, ready_at=ready_at)
 
     def is_too_slow(self, host: str) -> bool:
         return host in self.too_slow

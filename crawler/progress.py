@@ -26,7 +26,7 @@ class LiveProgress:
         if not crawler.settings.getbool("HOSTCRAWL_PROGRESS"):
             raise NotConfigured
         self.stats = crawler.stats
-        self.total = crawler.settings.getint("CLOSESPIDER_PAGECOUNT") or None
+        self.total = crawler.settings.getint("HOSTCRAWL_MAX_PAGES") or None
         self.console = Console(stderr=True)
         self.tty = sys.stderr.isatty()
         self.started = time.monotonic()
@@ -47,12 +47,12 @@ class LiveProgress:
 
     def summary(self) -> str:
         get = self.stats.get_value
-        pages = get("response_received_count", 0)
+        pages = get("frontier/fetched", 0)
         elapsed = max(1e-6, time.monotonic() - self.started)
         failed = sum(v for k, v in self.stats.get_stats().items() if k.startswith("fetch/failed/"))
         robots = get("fetch/failed/robots_forbidden", 0)
         return (
-            f"{pages} responses  {len(self.hosts)} hosts  {pages / elapsed:.1f}/s  "
+            f"{pages} pages  {len(self.hosts)} hosts  {pages / elapsed:.1f}/s  "
             f"curated {get('page/curated', 0)}  failed {failed - robots}  robots-disallowed {robots}"
         )
 
@@ -74,7 +74,7 @@ class LiveProgress:
 
     def tick(self) -> None:
         if self.progress is not None:
-            done = self.stats.get_value("response_received_count", 0)
+            done = self.stats.get_value("frontier/fetched", 0)
             self.progress.update(self.task_id, completed=done, line=self.summary())
         else:
             self.console.print(f"[crawl] {self.summary()}", highlight=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,8 +17,13 @@ from crawler.config import ConfigError, CrawlConfig, validate
 from crawler.politeness import Politeness, find_extension
 from crawler.report import write_report
 from crawler.settings import build_settings
-from crawler.spider import POLICY_NAME, HostSpider
+from crawler.sinks import PAGES_SPOOL, repair_text_shards, truncate_partial_line
+from crawler.spider import HostSpider
 from crawler.tables import write_tables
+from crawler.warc import recover_open_files
+from scheduler.scrapy_scheduler import FRONTIER_FILE
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -39,6 +45,17 @@ def prepare_run_dir(run_dir: Path, ignore: frozenset[str] | set[str] = frozenset
     run_dir.mkdir(parents=True, exist_ok=True)
 
 
+def recover_run(run_dir: Path) -> None:
+    """Make a crashed run's files whole again before crawling on (nothing fetched is thrown away)."""
+    if not (run_dir / FRONTIER_FILE).exists():
+        raise ConfigError(f"{run_dir}: no {FRONTIER_FILE} here; --resume needs a hostcrawl run directory")
+    recovered = recover_open_files(run_dir / "warc") if (run_dir / "warc").exists() else {}
+    for path, records in recovered.items():
+        logger.info("recovered %s with %d complete records", path, records)
+    truncate_partial_line(run_dir / PAGES_SPOOL)
+    repair_text_shards(run_dir / "text")
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
@@ -53,12 +70,16 @@ def run_crawl(
     *,
     progress: bool = True,
     ignore: frozenset[str] | set[str] = frozenset(),
+    resume: bool = False,
 ) -> RunResult:
     """Crawl in this process (Scrapy's reactor runs once per process) and write the run directory."""
     validate(config)
     if not config.seeds:
         raise ConfigError("no seeds: give --seeds FILE, seeds in the config, or URLs")
-    prepare_run_dir(run_dir, ignore)
+    if resume:
+        recover_run(run_dir)
+    else:
+        prepare_run_dir(run_dir, ignore)
     (run_dir / "config.toml").write_text(config.to_toml(), encoding="utf-8")
     process = CrawlerProcess(build_settings(config, run_dir, progress=progress))
     crawler = process.create_crawler(HostSpider)
@@ -90,7 +111,7 @@ def finish_run(
         {
             "hostcrawl/wall_seconds": round(wall_seconds, 3),
             "hostcrawl/pages_per_second": round(fetched / wall_seconds, 3) if wall_seconds else 0,
-            "hostcrawl/policy": POLICY_NAME,
+            "hostcrawl/policy": stats.get("hostcrawl/policy", config.policy.name),
             "hostcrawl/cleaner": config.cleaning.cleaner,
             "hostcrawl/scorers": ",".join(scorers),
         }

@@ -40,6 +40,7 @@ ITEM_PIPELINES = {"crawler.pipeline.CleanScoreStorePipeline": 300}
 
 def build_settings(config: CrawlConfig, run_dir: Path, *, progress: bool = True) -> dict[str, Any]:
     p, f, c, o = config.politeness, config.fetch, config.cleaning, config.output
+    pol = config.policy
     return {
         # (1) politeness
         "ROBOTSTXT_OBEY": p.obey_robots,
@@ -60,12 +61,16 @@ def build_settings(config: CrawlConfig, run_dir: Path, *, progress: bool = True)
         "COOKIES_ENABLED": False,
         "AUTOTHROTTLE_ENABLED": False,
         # (2) fetching limits
-        "CLOSESPIDER_PAGECOUNT": f.max_pages,
+        "HOSTCRAWL_MAX_PAGES": f.max_pages,  # the scheduler stops handing out requests there
         "DEPTH_LIMIT": f.max_depth,
-        "DEPTH_PRIORITY": 1,  # breadth-first
-        "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
-        "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
-        "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
+        # the host-aware frontier (scheduler/): policy order, politeness gates, durable in RUN/
+        "SCHEDULER": "scheduler.scrapy_scheduler.HostScheduler",
+        "HOSTCRAWL_POLICY": pol.name,
+        "HOSTCRAWL_SAMPLE_PAGES": pol.sample_pages,
+        "HOSTCRAWL_EXPLORE_SHARE": pol.explore_share,
+        "HOSTCRAWL_PER_HOST_BUDGET": pol.per_host_budget,
+        "HOSTCRAWL_PRIORS": pol.priors,
+        "HOSTCRAWL_TRUTH": pol.truth,
         "CONCURRENT_REQUESTS": f.concurrency,
         "DOWNLOAD_TIMEOUT": f.timeout,
         "DOWNLOAD_MAXSIZE": f.max_decoded_bytes,

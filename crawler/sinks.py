@@ -75,6 +75,47 @@ def read_text_shards(directory: Path) -> list[dict[str, Any]]:
     return docs
 
 
+def truncate_partial_line(path: Path) -> None:
+    """A crash can leave half a JSON line at the end of the spool; appending after it would corrupt it."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
+    if end != len(data):
+        with path.open("r+b") as fh:
+            fh.truncate(end)
+
+
+def repair_text_shards(directory: Path) -> int:
+    """Rewrite a shard whose last zstd frame was cut by a crash; returns docs kept in repaired shards."""
+    kept = 0
+    for path in sorted(directory.glob("part-*.jsonl.zst")):
+        lines: list[bytes] = []
+        try:
+            with path.open("rb") as fh:
+                reader = zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True)
+                reader.read()
+            continue
+        except zstandard.ZstdError:
+            lines = _complete_lines(path)
+        with path.open("wb") as fh:
+            fh.write(zstandard.ZstdCompressor(level=6).compress(b"".join(lines)))
+        kept += len(lines)
+    return kept
+
+
+def _complete_lines(path: Path) -> list[bytes]:
+    out = bytearray()
+    with path.open("rb") as fh:
+        reader = zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True)
+        try:
+            while chunk := reader.read(65536):
+                out += chunk
+        except zstandard.ZstdError:
+            pass
+    return [line + b"\n" for line in bytes(out).split(b"\n")[:-1]]
+
+
 class PageSpool:
     """Every fetched page as one JSON line, flushed per line so a crash keeps what was fetched."""
 

@@ -15,11 +15,11 @@ from twisted.python.failure import Failure
 
 from crawler.failures import failure_reason
 from crawler.warc_capture import FETCHED_AT_META, WARC_ID_META
+from scheduler.scrapy_scheduler import LEASE_META, POLICY_META
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 BINARY_SNIFF_BYTES = 4096
 BINARY_CONTROL_SHARE = 0.10  # real HTML has almost no control bytes; images and archives do
-POLICY_NAME = "bfs_v1"  # Scrapy's own scheduler, breadth-first; the scheduler issue replaces it
 
 
 def looks_binary(body: bytes) -> bool:
@@ -31,7 +31,8 @@ def looks_binary(body: bytes) -> bool:
 
 
 def page_record(url: str, meta: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    """One row of pages.parquet; `html` travels to the cleaning pipeline and is dropped there."""
+    """One row of pages.parquet; `html` and `_lease` travel to the pipeline and are dropped there."""
+    lease = meta.get(LEASE_META)
     record = {
         "url": url,
         "host": urlsplit(url).hostname or "",
@@ -42,10 +43,11 @@ def page_record(url: str, meta: dict[str, Any], **fields: Any) -> dict[str, Any]
         "fetched_at": (meta.get(FETCHED_AT_META) or datetime.now(UTC)).isoformat(),
         "warc_record_id": None,
         "truncated": False,
-        "policy": POLICY_NAME,
-        "phase": "bfs",
+        "policy": meta.get(POLICY_META),
+        "phase": lease.phase.value if lease is not None else None,
         "error": None,
         "html": None,
+        "_lease": lease,
     }
     record.update(fields)
     return record
@@ -93,8 +95,8 @@ class HostSpider(scrapy.Spider):
             return
         assert isinstance(response, TextResponse)
         record["html"] = response.text
-        yield record
         yield from self.follow(response)
+        yield record  # last: the frontier commits this page's links when its score arrives
 
     def follow(self, response: TextResponse) -> Iterator[scrapy.Request]:
         host = urlparse_cached(response).hostname

@@ -1,1 +1,1 @@
-"""The frontier (later issue): per-host queues, host table, sample -> score -> rank -> deepen policy."""
+"""The frontier: per-host queues, host table, sample -> score -> rank -> deepen policies, durable storage."""

@@ -1,0 +1,333 @@
+"""The host-aware frontier without Scrapy: per-host queues, dedup, traps, politeness gates, policy order."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from scheduler.frontier import SQLiteFrontier
+from scheduler.hosts import HostRecord, HostState, Phase, QueuedUrl
+from scheduler.policies import CrawlProgress, Policy
+from scheduler.urls import TrapGuard, canonical, fingerprint
+
+PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
+DIGITS = re.compile(r"\d+")
+
+
+@dataclass(slots=True)
+class Lease:
+    """A URL handed out for fetching; returned to `fetch_ended` and `observe`."""
+
+    host: str
+    url: str
+    depth: int
+    row_id: int
+    seq: int
+    phase: Phase
+    extra: bytes | None
+    fetched: bool = False  # reached the network (costs budget and politeness)
+    ended: bool = False  # the downloader is done with it
+    settled: bool = False  # its outcome is recorded (observed, or replaced by a retry/redirect)
+
+
+@dataclass(slots=True)
+class FrontierLimits:
+    budget: int = 1000  # pages fetched over the whole crawl
+    per_host_budget: int = 0  # 0 = no cap
+    per_host_queue: int = 50_000  # queued URLs kept per host
+    concurrency_per_host: int = 1
+    threshold: float = 0.5  # a page counts as high quality above this score
+
+
+class HostFrontier:
+    """The scheduler's brain. Everything is in memory; every change is written through to SQLite."""
+
+    def __init__(
+        self,
+        store: SQLiteFrontier,
+        policy: Policy,
+        limits: FrontierLimits,
+        clock: Callable[[], float],
+        count: Callable[[str], None] = lambda key: None,
+        guard: TrapGuard | None = None,
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self.limits = limits
+        self.clock = clock
+        self.count = count
+        self.guard = guard or TrapGuard()
+        self.hosts: dict[str, HostRecord] = {}
+        self.seen: set[int] = set()
+        self.patterns: dict[str, Counter[str]] = {}
+        self.progress = CrawlProgress(budget=limits.budget)
+        self.in_flight = 0
+        self.unobserved = 0  # pages fetched whose score has not arrived yet
+        self.seq = itertools.count()
+        self.heap: list[tuple[tuple[float, ...], int, str, int]] = []
+        self.waiting: list[tuple[float, str]] = []
+        self.dirty: set[str] = set()
+        self.epoch = policy.epoch(self.progress)
+
+    # -- enqueue ----------------------------------------------------------------------------------
+
+    def host(self, name: str) -> HostRecord:
+        record = self.hosts.get(name)
+        if record is None:
+            record = self.hosts[name] = HostRecord(name, budget=self.limits.per_host_budget)
+            record.tld = name.rsplit(".", 1)[-1]
+            self.count("host/discovered")
+        return record
+
+    def add(
+        self,
+        url: str,
+        depth: int,
+        *,
+        extra: bytes | None = None,
+        force: bool = False,
+        after: Lease | None = None,
+    ) -> str | None:
+        """Queue a URL; returns why it was not queued (a stats reason) or None.
+
+        `force` skips dedup and trap checks (retries); `after` is the lease a retry or redirect
+        continues: the URL goes to the front of its host's queue and keeps the lease's place in line.
+        """
+        url = canonical(url)
+        host_name = (urlsplit(url).hostname or "").lower()
+        if not host_name:
+            return "no_host"
+        if not force:
+            trap = self.guard.reason(url)
+            if trap:
+                return f"trap/{trap}"
+            fp = fingerprint(url)
+            if fp in self.seen:
+                return "duplicate"
+        record = self.host(host_name)
+        if record.state in (HostState.BLOCKED, HostState.DROPPED):
+            return f"host_{record.state.value}"
+        if len(record.queue) >= self.limits.per_host_queue:
+            return "host_queue_full"
+        shape = DIGITS.sub("N", urlsplit(url).path)
+        shapes = self.patterns.setdefault(host_name, Counter())
+        shapes[shape] += 1
+        if shapes[shape] > PATTERN_CAP and not force:
+            return "trap/pattern_explosion"
+        if not force:
+            self.seen.add(fp)
+            self.store.add_seen((fp,))
+        seq = after.seq if after is not None else next(self.seq)
+        row_id = self.store.push(host_name, url, depth, seq, extra)
+        item = QueuedUrl(url, depth, seq, row_id, extra)
+        if after is not None:
+            record.queue.appendleft(item)  # finish what was started before starting anything new
+        else:
+            record.queue.append(item)
+        if len(record.queue) == 1 or after is not None:
+            self.touch(record)
+        return None
+
+    # -- handing out ----------------------------------------------------------------------------
+
+    def budget_left(self) -> int:
+        return self.limits.budget - self.progress.fetched - self.in_flight
+
+    def touch(self, record: HostRecord) -> None:
+        """Its priority may have changed: re-queue it in the heap or the politeness wait list."""
+        record.version += 1
+        if record.in_flight >= self.limits.concurrency_per_host or not record.can_fetch_more():
+            return
+        if record.ready_at > self.clock():
+            heapq.heappush(self.waiting, (record.ready_at, record.host))
+            return
+        priority = self.policy.priority(record, self.progress)
+        if priority is not None:
+            key = tuple(-p for p in priority)
+            heapq.heappush(self.heap, (key, next(self.seq), record.host, record.version))
+
+    def _refresh(self) -> None:
+        now = self.clock()
+        while self.waiting and self.waiting[0][0] <= now:
+            _, name = heapq.heappop(self.waiting)
+            self.touch(self.hosts[name])
+        epoch = self.policy.epoch(self.progress)
+        if epoch != self.epoch:
+            self.epoch = epoch
+            self.heap.clear()
+            for record in self.hosts.values():
+                self.touch(record)
+
+    def next(self) -> Lease | None:
+        if self.budget_left() <= 0:
+            return None
+        self._refresh()
+        while self.heap:
+            _, _, name, version = heapq.heappop(self.heap)
+            record = self.hosts[name]
+            if version != record.version or record.in_flight >= self.limits.concurrency_per_host:
+                continue
+            if not record.can_fetch_more() or record.ready_at > self.clock():
+                continue
+            return self._lease(record)
+        return None
+
+    def _lease(self, record: HostRecord) -> Lease:
+        phase = self.policy.phase(record)
+        index = self.policy.pick(record)
+        item = record.queue[index]
+        del record.queue[index]
+        record.in_flight += 1
+        self.in_flight += 1
+        if phase is Phase.SAMPLE:
+            record.sample_handed += 1
+            record.state = HostState.SAMPLING
+        elif phase is Phase.DEEPEN and record.state in (HostState.SCORED, HostState.NEW):
+            if record.state is HostState.SCORED:
+                self.count("host/deepened")
+            record.state = HostState.DEEPENING
+        if phase is not Phase.DEEPEN:
+            self.progress.explore_fetches += 1
+        self.store.lease(item.row_id)
+        self.dirty.add(record.host)
+        record.version += 1
+        return Lease(record.host, item.url, item.depth, item.row_id, item.seq, phase, item.extra)
+
+    def next_ready_at(self) -> float | None:
+        return self.waiting[0][0] if self.waiting else None
+
+    # -- results ----------------------------------------------------------------------------------
+
+    def fetch_ended(self, lease: Lease, fetched: bool, ready_at: float) -> None:
+        """The downloader is done with it (or a middleware dropped it before the network)."""
+        if lease.ended:
+            return
+        lease.ended = True
+        lease.fetched = fetched
+        record = self.hosts[lease.host]
+        record.in_flight -= 1
+        self.in_flight -= 1
+        record.ready_at = max(record.ready_at, ready_at)
+        if fetched:
+            record.fetched += 1
+            self.progress.fetched += 1
+            self.unobserved += 1
+        elif lease.phase is Phase.SAMPLE:
+            record.sample_handed -= 1  # never reached the host: draw another sample
+        self.dirty.add(record.host)
+        self.touch(record)
+
+    def retire(self, lease: Lease) -> None:
+        """A retry or redirect replaces this lease: its row is done, the new request has its own."""
+        if lease.settled:
+            return
+        lease.settled = True
+        if lease.fetched:
+            self.unobserved = max(0, self.unobserved - 1)
+        self.store.done(lease.row_id)
+
+    def observe(self, lease: Lease, score: float | None) -> None:
+        """A page's score (None: not HTML or failed) reaches the policy; then commit."""
+        if lease.settled:
+            return
+        lease.settled = True
+        record = self.hosts[lease.host]
+        if lease.fetched:
+            self.unobserved = max(0, self.unobserved - 1)
+            value = 0.0 if score is None else score
+            record.scores.append(value)
+            if lease.phase is not Phase.DISCOVER:
+                high = value > self.limits.threshold
+                record.high += high
+                record.low += not high
+            if lease.phase is Phase.SAMPLE:
+                record.sample_scores.append(value)
+                record.sample_high += value > self.limits.threshold
+                if len(record.sample_scores) >= self.policy.config.sample_pages:
+                    record.state = HostState.SCORED
+                    self.count("host/sampled")
+            reason = self.policy.observed(record)
+            if reason and record.state is not HostState.DROPPED:
+                record.state = HostState.DROPPED
+                record.drop_reason = reason
+                self.count(f"host/dropped/{reason}")
+        self.store.done(lease.row_id)
+        self._settle(record)
+        self.commit()
+
+    def _settle(self, record: HostRecord) -> None:
+        if not record.queue and not record.in_flight and record.state is not HostState.DROPPED:
+            if record.state is not HostState.EXHAUSTED:
+                self.count("host/exhausted")
+            record.state = HostState.EXHAUSTED
+        self.dirty.add(record.host)
+        self.touch(record)
+
+    def block(self, host: str, reason: str) -> None:
+        record = self.host(host)
+        if record.state is not HostState.BLOCKED:
+            record.state = HostState.BLOCKED
+            record.drop_reason = reason
+            self.count(f"host/blocked/{reason}")
+            self.dirty.add(host)
+
+    def commit(self) -> None:
+        self.store.save_hosts((h, host_state(self.hosts[h])) for h in self.dirty)
+        self.dirty.clear()
+        self.store.set_meta("explore_fetches", str(self.progress.explore_fetches))
+        self.store.commit()
+
+    def has_pending(self) -> bool:
+        """Work left that the crawl should stay open for (including hosts waiting for their delay).
+
+        O(1): the heap may hold stale entries, which the next `next()` call discards.
+        """
+        if self.budget_left() <= 0:
+            return False
+        return bool(self.heap or self.waiting or self.in_flight or self.unobserved)
+
+    # -- resume -----------------------------------------------------------------------------------
+
+    def load(self) -> int:
+        """Rebuild the working set from the store; returns the number of requeued in-flight URLs."""
+        requeued = self.store.requeue_leased()
+        self.seen.update(self.store.seen())
+        for name, data in self.store.hosts():
+            restore_host(self.host(name), data)
+        top = -1
+        for row in self.store.pending():
+            record = self.host(row.host)
+            record.queue.append(QueuedUrl(row.url, row.depth, row.seq, row.row_id, row.extra))
+            top = max(top, row.seq)
+        self.seq = itertools.count(top + 1)
+        self.progress.fetched = sum(r.fetched for r in self.hosts.values())
+        self.progress.explore_fetches = int(self.store.get_meta("explore_fetches") or 0)
+        for record in self.hosts.values():
+            record.in_flight = 0
+            record.ready_at = 0.0
+            self.touch(record)
+        self.store.commit()
+        return requeued
+
+
+PERSISTED = ("state", "fetched", "sample_handed", "scores", "sample_scores", "sample_high", "high", "low")
+
+
+def host_state(record: HostRecord) -> dict[str, object]:
+    data = {name: getattr(record, name) for name in PERSISTED}
+    data["state"] = record.state.value
+    data["drop_reason"] = record.drop_reason
+    return data
+
+
+def restore_host(record: HostRecord, data: dict[str, object]) -> None:
+    for name in PERSISTED:
+        if name in data:
+            setattr(record, name, data[name])
+    record.state = HostState(str(data.get("state", "new")))
+    record.drop_reason = data.get("drop_reason")  # type: ignore[assignment]

@@ -1,0 +1,143 @@
+"""The durable frontier: URL queue, dedup fingerprints and host table in SQLite (WAL), one file per run."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+APPLICATION_ID = 0x68637277  # "hcrw": marks the file as a hostcrawl frontier
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS seen (fp INTEGER PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS queue (
+    id INTEGER PRIMARY KEY,
+    host TEXT NOT NULL,
+    url TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    state INTEGER NOT NULL DEFAULT 0,  -- 0 pending, 1 handed out (in flight)
+    extra BLOB
+);
+CREATE INDEX IF NOT EXISTS queue_state ON queue(state);
+CREATE TABLE IF NOT EXISTS hosts (host TEXT PRIMARY KEY, record TEXT NOT NULL);
+"""
+PENDING, LEASED = 0, 1
+
+
+class FrontierError(RuntimeError):
+    """The frontier file cannot be used; the message says what to do."""
+
+
+@dataclass(slots=True)
+class StoredUrl:
+    row_id: int
+    host: str
+    url: str
+    depth: int
+    seq: int
+    extra: bytes | None
+
+
+class SQLiteFrontier:
+    """Storage only: the scheduler keeps the working set in memory and writes through here.
+
+    Writes accumulate in one transaction that `commit()` closes; the crawl commits once per page,
+    so a kill -9 loses at most the page being processed (which is then fetched again).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        existed = path.exists() and path.stat().st_size > 0
+        try:
+            self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            if existed:
+                self._check_foreign()
+            else:
+                self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            self.db.executescript(SCHEMA)
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        except sqlite3.DatabaseError as exc:
+            raise FrontierError(
+                f"{path}: not a usable hostcrawl frontier ({exc}); "
+                "start a new run with a fresh --out instead of --resume"
+            ) from None
+        self.db.execute("BEGIN")
+
+    def _check_foreign(self) -> None:
+        app_id = self.db.execute("PRAGMA application_id").fetchone()[0]
+        if app_id != APPLICATION_ID:
+            raise FrontierError(
+                f"{self.path}: this SQLite file is not a hostcrawl frontier (application_id {app_id}); "
+                "point --resume at a run directory hostcrawl created"
+            )
+        row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is None or int(row[0]) != SCHEMA_VERSION:
+            raise FrontierError(
+                f"{self.path}: frontier schema {row and row[0]} is not {SCHEMA_VERSION}; "
+                "resume it with the hostcrawl version that created it"
+            )
+
+    def commit(self) -> None:
+        self.db.execute("COMMIT")
+        self.db.execute("BEGIN")
+
+    def close(self) -> None:
+        if self.db.in_transaction:
+            self.db.execute("COMMIT")
+        self.db.close()
+
+    def add_seen(self, fps: Iterable[int]) -> None:
+        self.db.executemany("INSERT OR IGNORE INTO seen VALUES (?)", ((fp,) for fp in fps))
+
+    def push(self, host: str, url: str, depth: int, seq: int, extra: bytes | None) -> int:
+        cursor = self.db.execute(
+            "INSERT INTO queue (host, url, depth, seq, extra) VALUES (?, ?, ?, ?, ?)",
+            (host, url, depth, seq, extra),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def lease(self, row_id: int) -> None:
+        self.db.execute("UPDATE queue SET state=? WHERE id=?", (LEASED, row_id))
+
+    def done(self, row_id: int) -> None:
+        self.db.execute("DELETE FROM queue WHERE id=?", (row_id,))
+
+    def save_hosts(self, records: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO hosts VALUES (?, ?)",
+            ((host, json.dumps(data, separators=(",", ":"))) for host, data in records),
+        )
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    # -- resume ---------------------------------------------------------------------------------
+
+    def requeue_leased(self) -> int:
+        """Requests handed out when the process died go back to the queue: at most those are refetched."""
+        cursor = self.db.execute("UPDATE queue SET state=? WHERE state=?", (PENDING, LEASED))
+        return cursor.rowcount
+
+    def seen(self) -> Iterator[int]:
+        for (fp,) in self.db.execute("SELECT fp FROM seen"):
+            yield int(fp)
+
+    def pending(self) -> Iterator[StoredUrl]:
+        for row in self.db.execute("SELECT id, host, url, depth, seq, extra FROM queue ORDER BY id"):
+            yield StoredUrl(*row)
+
+    def hosts(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        for host, record in self.db.execute("SELECT host, record FROM hosts"):
+            yield host, json.loads(record)

@@ -1,0 +1,77 @@
+"""The host table's record: what the scheduler knows and believes about one host."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class HostState(StrEnum):
+    NEW = "new"  # known, nothing fetched yet
+    SAMPLING = "sampling"  # fetching its k sample pages
+    SCORED = "scored"  # samples scored, waiting for the policy to deepen it
+    DEEPENING = "deepening"
+    EXHAUSTED = "exhausted"  # nothing left to fetch, or its budget is spent
+    DROPPED = "dropped"  # the policy decided it is not worth more fetches
+    BLOCKED = "blocked"  # robots.txt or the network says no
+
+
+class Phase(StrEnum):
+    DISCOVER = "discover"  # the seed / home page: finds URLs, not a quality sample
+    SAMPLE = "sample"
+    DEEPEN = "deepen"
+
+
+# A weak Beta prior centred near web-wide base rates; the samples dominate after a few pages.
+PRIOR_ALPHA = 0.5
+PRIOR_BETA = 1.5
+
+
+@dataclass(slots=True)
+class QueuedUrl:
+    url: str
+    depth: int
+    seq: int  # global enqueue order, for breadth-first across hosts
+    row_id: int = 0  # its row in the frontier database
+    extra: bytes | None = None  # pickled request meta a retry or redirect must keep
+
+
+@dataclass(slots=True)
+class HostRecord:
+    host: str
+    state: HostState = HostState.NEW
+    queue: deque[QueuedUrl] = field(default_factory=deque)
+    fetched: int = 0
+    in_flight: int = 0
+    sample_handed: int = 0  # sample fetches handed out
+    scores: list[float] = field(default_factory=list)  # scores of scored pages, in fetch order
+    sample_scores: list[float] = field(default_factory=list)
+    sample_high: int = 0
+    high: int = 0  # scored pages above the quality threshold
+    low: int = 0
+    budget: int = 0  # 0 = no per-host cap
+    ready_at: float = 0.0  # monotonic time before which politeness forbids a fetch
+    hc_percentile: float | None = None
+    pr_percentile: float | None = None
+    tld: str = ""
+    drop_reason: str | None = None
+    version: int = 0  # bumped whenever its priority may have changed
+
+    def posterior(self) -> tuple[float, float]:
+        return PRIOR_ALPHA + self.high, PRIOR_BETA + self.low
+
+    def density_mean(self) -> float:
+        a, b = self.posterior()
+        return a / (a + b)
+
+    def density_sd(self) -> float:
+        a, b = self.posterior()
+        return math.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
+
+    def sample_density(self) -> float | None:
+        return self.sample_high / len(self.sample_scores) if self.sample_scores else None
+
+    def can_fetch_more(self) -> bool:
+        return bool(self.queue) and (not self.budget or self.fetched + self.in_flight < self.budget)

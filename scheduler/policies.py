@@ -1,0 +1,185 @@
+"""Crawl policies: which ready host gets the next fetch. Each is small, named and versioned."""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from scheduler.hosts import HostRecord, HostState, Phase
+
+Priority = tuple[float, ...]  # compared lexicographically, larger first
+
+PRIOR_TIEBREAK = 1e-3  # centrality may order hosts of equal estimated quality, never outrank quality
+
+
+@dataclass(slots=True)
+class PolicyConfig:
+    sample_pages: int = 3  # k pages sampled per host before it can be deepened
+    explore_share: float = 0.2  # sample_deepen: share of the budget for discovering and sampling hosts
+    exploration_bonus: float = 1.0  # adaptive: weight of the posterior's standard deviation
+    drop_below: float = 0.15  # adaptive: stop deepening a host whose posterior mean falls below
+    min_observations: int = 3  # adaptive: observations before a host may be dropped
+    truth: Mapping[str, float] = field(default_factory=dict)  # oracle only: host -> true density
+
+
+@dataclass(slots=True)
+class CrawlProgress:
+    budget: int
+    fetched: int = 0
+    explore_fetches: int = 0  # fetches in the discover and sample phases
+
+
+def size_bonus(host: HostRecord) -> float:
+    """Hosts with more known URLs are worth sampling first: deepening them can pay off more."""
+    return math.log1p(len(host.queue))
+
+
+def prior(host: HostRecord) -> float:
+    return PRIOR_TIEBREAK * (host.hc_percentile or 0.0)
+
+
+class Policy(ABC):
+    key: ClassVar[str]  # the --policy name
+    name: ClassVar[str]  # versioned name written into every output
+
+    def __init__(self, config: PolicyConfig) -> None:
+        self.config = config
+
+    @abstractmethod
+    def priority(self, host: HostRecord, progress: CrawlProgress) -> Priority | None:
+        """Larger is fetched sooner; None means not now (waiting for scores, or dropped)."""
+
+    def phase(self, host: HostRecord) -> Phase:
+        return Phase.DISCOVER if host.fetched + host.in_flight == 0 else Phase.DEEPEN
+
+    def pick(self, host: HostRecord) -> int:
+        """Index in the host's queue of the URL to fetch next."""
+        return 0
+
+    def epoch(self, progress: CrawlProgress) -> int:
+        """Changes when global progress changes every host's priority (the heap is rebuilt)."""
+        return 0
+
+    def observed(self, host: HostRecord) -> str | None:
+        """Called after a page's score arrives; returns a drop reason to stop fetching the host."""
+        return None
+
+
+class BreadthFirst(Policy):
+    """Host-blind breadth-first: shallowest, oldest URL first (what Scrapy does by default)."""
+
+    key, name = "bfs", "bfs_v1"
+
+    def priority(self, host: HostRecord, progress: CrawlProgress) -> Priority | None:
+        head = host.queue[0]
+        return (-float(head.depth), -float(head.seq))
+
+
+class UniformBreadth(Policy):
+    """The same number of pages from every host: the paper's uniform breadth."""
+
+    key, name = "uniform", "uniform_v1"
+
+    def priority(self, host: HostRecord, progress: CrawlProgress) -> Priority | None:
+        return (-float(host.fetched + host.in_flight), -float(host.queue[0].seq))
+
+
+class CentralityDepth(Policy):
+    """Deepen hosts in order of harmonic centrality, as Common Crawl's allocation does."""
+
+    key, name = "hc_depth", "hc_depth_v1"
+
+    def priority(self, host: HostRecord, progress: CrawlProgress) -> Priority | None:
+        return (host.hc_percentile or 0.0, -float(host.queue[0].seq))
+
+
+class SampleThenDeepen(Policy):
+    """Discover, sample k pages, rank by sampled density, deepen the best (the paper's policy)."""
+
+    key, name = "sample_deepen", "sample_deepen_v1"
+
+    def exploring(self, progress: CrawlProgress) -> bool:
+        return progress.explore_fetches < self.config.explore_share * progress.budget
+
+    def epoch(self, progress: CrawlProgress) -> int:
+        return 0 if self.exploring(progress) else 1
+
+    def phase(self, host: HostRecord) -> Phase:
+        if host.fetched + host.in_flight == 0 and host.sample_handed == 0:
+            return Phase.DISCOVER
+        if host.sample_handed < self.config.sample_pages:
+            return Phase.SAMPLE
+        return Phase.DEEPEN
+
+    def pick(self, host: HostRecord) -> int:
+        if self.phase(host) is not Phase.SAMPLE:
+            return 0
+        # spread the sample over what is known instead of the first links of the home page
+        step = max(1, len(host.queue) // (self.config.sample_pages + 1))
+        return min(len(host.queue) - 1, step * (host.sample_handed + 1) - 1)
+
+    def priority(self, host: HostRecord, progress: CrawlProgress) -> Priority | None:
+        if host.state is HostState.DROPPED:
+            return None
+        phase = self.phase(host)
+        if phase is not Phase.DEEPEN:
+            explore_class = 2.0 if self.exploring(progress) else 0.0
+            return (explore_class, size_bonus(host), -float(host.queue[0].seq))
+        if host.state is not HostState.SCORED and host.state is not HostState.DEEPENING:
+            return None  # samples handed out, their scores not back yet
+        density = host.sample_density() or 0.0
+        return (1.0, density + prior(host), size_bonus(host))
+
+    def observed(self, host: HostRecord) -> str | None:
+        if host.state is HostState.SCORED and (host.sample_density() or 0.0) == 0.0:
+            return "low_sample"
+        return None
+
+
+class AdaptiveIndex(SampleThenDeepen):
+    """Beta posterior per host from every scored page; fetch the host with the best index
+    (posterior mean + bonus x standard deviation), re-ranked after every page; drop hosts gone bad."""
+
+    key, name = "adaptive", "adaptive_v1"
+
+    def epoch(self, progress: CrawlProgress) -> int:
+        return 0
+
+    def priority(self, host: HostRecord, progress: CrawlProgress) -> Priority | None:
+        if host.state is HostState.DROPPED:
+            return None
+        index = host.density_mean() + self.config.exploration_bonus * host.density_sd()
+        discovered = 0.0 if host.fetched + host.in_flight == 0 else 1e-6
+        return (index + prior(host) + discovered, size_bonus(host))
+
+    def observed(self, host: HostRecord) -> str | None:
+        observations = host.high + host.low
+        if observations >= self.config.min_observations and host.density_mean() < self.config.drop_below:
+            return "turned_bad"
+        return None
+
+
+class Oracle(Policy):
+    """Knows every host's true quality density (the test web's ground truth): the upper bound."""
+
+    key, name = "oracle", "oracle_v1"
+
+    def priority(self, host: HostRecord, progress: CrawlProgress) -> Priority | None:
+        return (self.config.truth.get(host.host, 0.0), size_bonus(host))
+
+
+POLICIES: dict[str, type[Policy]] = {
+    cls.key: cls
+    for cls in (BreadthFirst, UniformBreadth, CentralityDepth, SampleThenDeepen, AdaptiveIndex, Oracle)
+}
+
+
+def make_policy(key: str, config: PolicyConfig | None = None) -> Policy:
+    try:
+        cls = POLICIES[key]
+    except KeyError:
+        raise ValueError(f"unknown policy {key!r}; choose one of {', '.join(POLICIES)}") from None
+    return cls(config or PolicyConfig())

@@ -1,0 +1,177 @@
+"""The frontier as a Scrapy scheduler component (SCHEDULER = "scheduler.scrapy_scheduler.HostScheduler")."""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+from scrapy import Request, signals
+
+from scheduler.core import FrontierLimits, HostFrontier, Lease
+from scheduler.frontier import SQLiteFrontier
+from scheduler.policies import PolicyConfig, make_policy
+from scheduler.priors import load_priors, load_truth
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+LEASE_META = "hostcrawl_lease"
+POLICY_META = "hostcrawl_policy"
+FRONTIER_FILE = "frontier.sqlite3"
+KEPT_META = ("retry_times", "redirect_times", "redirect_ttl", "redirect_urls", "redirect_reasons")
+# Sent by the crawler's pipeline for every page it records: lease=..., score=float | None.
+page_scored = object()
+# Sent by the crawler's politeness component after every fetch: host=..., ready_at=monotonic seconds.
+host_ready_at = object()
+
+
+class HostScheduler:
+    """Hands out only requests of hosts that are ready, in the policy's order, within the budget."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.run_dir = Path(settings["HOSTCRAWL_RUN_DIR"])
+        config = PolicyConfig(
+            sample_pages=settings.getint("HOSTCRAWL_SAMPLE_PAGES", 3),
+            explore_share=settings.getfloat("HOSTCRAWL_EXPLORE_SHARE", 0.2),
+            truth=load_truth(settings.get("HOSTCRAWL_TRUTH")),
+        )
+        self.policy = make_policy(settings.get("HOSTCRAWL_POLICY", "bfs"), config)
+        self.limits = FrontierLimits(
+            budget=settings.getint("HOSTCRAWL_MAX_PAGES"),
+            per_host_budget=settings.getint("HOSTCRAWL_PER_HOST_BUDGET"),
+            concurrency_per_host=settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
+            threshold=settings.getfloat("HOSTCRAWL_THRESHOLD"),
+        )
+        self.priors = load_priors(settings.get("HOSTCRAWL_PRIORS"))
+        self.frontier: HostFrontier | None = None
+        self.spider: Any = None
+        self.wakeup: Any = None
+        crawler.signals.connect(self.left_downloader, signal=signals.request_left_downloader)
+        crawler.signals.connect(self.scored, signal=page_scored)
+        crawler.signals.connect(self.host_timer, signal=host_ready_at)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def _count(self, key: str) -> None:
+        self.stats.inc_value(key)
+
+    def open(self, spider: Any) -> None:
+        self.spider = spider
+        store = SQLiteFrontier(self.run_dir / FRONTIER_FILE)
+        self.frontier = HostFrontier(store, self.policy, self.limits, time.monotonic, self._count)
+        requeued = self.frontier.load()
+        self.stats.set_value("frontier/resumed_in_flight", requeued)
+        self.stats.set_value("frontier/fetched", self.frontier.progress.fetched)
+        self.stats.set_value("hostcrawl/policy", self.policy.name)
+        if self.priors is not None:
+            for record in self.frontier.hosts.values():
+                self._apply_prior(record.host)
+        logger.info(
+            "frontier: %d hosts, %d requeued, policy %s", len(self.frontier.hosts), requeued, self.policy.name
+        )
+
+    def close(self, reason: str) -> None:
+        if self.wakeup is not None and self.wakeup.active():
+            self.wakeup.cancel()
+        if self.frontier is not None:
+            self.frontier.commit()
+            self.frontier.store.close()
+
+    def __len__(self) -> int:
+        return 0 if self.frontier is None else sum(len(h.queue) for h in self.frontier.hosts.values())
+
+    def has_pending_requests(self) -> bool:
+        return self.frontier is not None and self.frontier.has_pending()
+
+    def _apply_prior(self, host: str) -> None:
+        assert self.frontier is not None and self.priors is not None
+        prior = self.priors.lookup(host)
+        if prior is not None:
+            record = self.frontier.hosts[host]
+            record.hc_percentile, record.pr_percentile = prior.hc_percentile, prior.pr_percentile
+
+    def enqueue_request(self, request: Request) -> bool:
+        assert self.frontier is not None
+        old: Lease | None = request.meta.get(LEASE_META)
+        if old is not None:
+            self.frontier.retire(old)  # a retry or redirect of a request we handed out
+        kept = {k: request.meta[k] for k in KEPT_META if k in request.meta}
+        extra = pickle.dumps(kept) if kept else None
+        known = len(self.frontier.hosts)
+        reason = self.frontier.add(
+            request.url,
+            int(request.meta.get("depth", 0)),
+            extra=extra,
+            force=request.dont_filter,
+            after=old,
+        )
+        if self.priors is not None and len(self.frontier.hosts) > known:
+            self._apply_prior(next(reversed(self.frontier.hosts)))
+        if reason is not None:
+            if reason == "duplicate" and request.url in request.meta.get("redirect_urls", ()):
+                reason = "redirect_loop"  # the redirect chain came back to where it started
+            self.stats.inc_value(f"frontier/dropped/{reason}")
+            return False
+        self.stats.inc_value("frontier/enqueued")
+        return True
+
+    def next_request(self) -> Request | None:
+        assert self.frontier is not None
+        lease = self.frontier.next()
+        if lease is None:
+            self._wake_when_ready()
+            return None
+        meta: dict[str, Any] = pickle.loads(lease.extra) if lease.extra else {}
+        meta.update({"depth": lease.depth, LEASE_META: lease, POLICY_META: self.policy.name})
+        self.stats.inc_value(f"frontier/handed_out/{lease.phase.value}")
+        return Request(
+            lease.url,
+            callback=self.spider.parse,
+            errback=getattr(self.spider, "failed", None),
+            meta=meta,
+            dont_filter=True,
+        )
+
+    def _wake_when_ready(self) -> None:
+        """Hosts waiting for their delay: nudge the engine then, instead of its 5 s heartbeat."""
+        assert self.frontier is not None
+        ready_at = self.frontier.next_ready_at()
+        if ready_at is None or (self.wakeup is not None and self.wakeup.active()):
+            return
+        from twisted.internet import reactor
+
+        engine = self.crawler.engine
+        slot = getattr(engine, "_slot", None)
+        if slot is None:
+            return
+        delay = max(0.0, ready_at - time.monotonic()) + 0.001
+        self.wakeup = reactor.callLater(delay, slot.nextcall.schedule)  # type: ignore[arg-type]
+
+    def left_downloader(self, request: Request) -> None:
+        lease: Lease | None = request.meta.get(LEASE_META)
+        if lease is not None and self.frontier is not None:
+            self.frontier.fetch_ended(lease, True, 0.0)
+            self.stats.inc_value("frontier/fetched")
+
+    def scored(self, lease: Lease, score: float | None) -> None:
+        if self.frontier is None:
+            return
+        if not lease.ended:  # a middleware dropped it before the network (robots.txt, private address)
+            self.frontier.fetch_ended(lease, False, 0.0)
+        self.frontier.observe(lease, score)
+
+    def host_timer(self, host: str, ready_at: float) -> None:
+        """Politeness says when the host may be fetched again (delay, Crawl-delay, backoff)."""
+        record = None if self.frontier is None else self.frontier.hosts.get(host)
+        if record is not None:
+            record.ready_at = max(record.ready_at, ready_at)
