@@ -20,6 +20,7 @@ from crawler.config import (
     load_seeds,
     validate,
 )
+from scheduler.frontier import FrontierError
 
 COMMAND_ENTRY_POINTS = "hostcrawl.commands"
 EXIT_OK = 0
@@ -71,7 +72,7 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
         "--policy",
         choices=POLICY_NAMES,
         help="crawl order: adaptive (default; best), sample_deepen, bfs, uniform, hc_depth, "
-        "oracle (benchmarks: needs --truth)",
+        "oracle (benchmarks: needs --truth), scrapy (Scrapy's own scheduler, a baseline)",
     )
     p.add_argument("--sample-pages", type=int, help="pages sampled per host before ranking it (3)")
     p.add_argument("--explore-share", type=float, help="sample_deepen: budget share for sampling (0.2)")
@@ -205,6 +206,7 @@ def add_plugin_commands(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from crawler.bench import add_bench_parser
     from crawler.testweb import register_cli
 
     parser = argparse.ArgumentParser(
@@ -217,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_demo_parser(subparsers)
     add_crawl_parser(subparsers)
+    add_bench_parser(subparsers)
     register_cli(subparsers)
     add_plugin_commands(subparsers)
     return parser
@@ -231,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return int(args.func(args) or 0)
-    except ConfigError as exc:
+    except (ConfigError, FrontierError) as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         return EXIT_USAGE
     except KeyboardInterrupt:

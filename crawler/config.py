@@ -14,7 +14,8 @@ import tomli_w
 
 from crawler import __version__
 
-POLICY_NAMES = ("bfs", "uniform", "hc_depth", "sample_deepen", "adaptive", "oracle")
+POLICY_NAMES = ("bfs", "uniform", "hc_depth", "sample_deepen", "adaptive", "oracle", "scrapy")
+SCRAPY_SCHEDULER = "scrapy"  # Scrapy's own host-blind scheduler, kept as a benchmark baseline
 DEFAULT_CONTACT_URL = "https://github.com/hostcrawl/hostcrawl#crawler"
 
 

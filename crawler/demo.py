@@ -57,7 +57,36 @@ def grade(
     audit = audit_politeness(log, robots, delays, config.politeness.min_delay, config.politeness.user_agent)
     pages = pl.read_parquet(run_dir / "pages.parquet")
     quality = yield_against_truth(pages, truth_pages, f"score_{config.cleaning.scorers[0]}")
+    hosts = pl.read_parquet(run_dir / "hosts.parquet").join(
+        truth_hosts.select("host", pl.col("q").alias("true_density")), on="host", how="left"
+    )
+    ranked = hosts.filter(pl.col("scored_pages") >= 3) if "scored_pages" in hosts.columns else hosts
+    if "density_mean" in ranked.columns and ranked.height >= 3:
+        quality["host_rank_spearman"] = ranked.select(
+            pl.corr("density_mean", "true_density", method="spearman")
+        ).item()
+        quality["hosts_ranked"] = ranked.height
     return audit, quality
+
+
+def ranking_section(run_dir: Path, web_dir: Path) -> str:
+    """The scheduler's host ranking beside each host's true quality density."""
+    hosts = pl.read_parquet(run_dir / "hosts.parquet")
+    if "density_mean" not in hosts.columns:
+        return ""
+    truth = pl.read_parquet(web_dir / "hosts.parquet").select("host", pl.col("q").alias("true q"))
+    top = (
+        hosts.join(truth, on="host", how="left")
+        .sort("density_mean", descending=True)
+        .select("host", "state", "fetched", "curated", "sample_density", "density_mean", "true q")
+        .head(15)
+    )
+    lines = ["## Host ranking (top 15 by the scheduler's density estimate)", ""]
+    lines.append("| " + " | ".join(top.columns) + " |")
+    lines.append("|" + "---|" * len(top.columns))
+    for row in top.iter_rows():
+        lines.append("| " + " | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in row) + " |")
+    return "\n".join(lines)
 
 
 def truth_section(a: PolitenessAudit, q: dict[str, Any]) -> str:
@@ -102,5 +131,7 @@ def run_demo(
     (run_dir / "audit.json").write_text(
         json.dumps({"politeness": audit.as_dict(), "quality": quality}, indent=2) + "\n"
     )
-    render_report(run_dir, config, run.stats, [truth_section(audit, quality)])
+    render_report(
+        run_dir, config, run.stats, [truth_section(audit, quality), ranking_section(run_dir, web_dir)]
+    )
     return DemoResult(run, audit, quality)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import email.utils
 import ipaddress
+import itertools
 import logging
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self, TypeVar
+from urllib.parse import urlsplit
 
-from scrapy import signals
+from scrapy import Request, signals
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.exceptions import IgnoreRequest, NotConfigured
@@ -19,10 +21,9 @@ from scrapy.utils.misc import build_from_crawler
 from twisted.internet.defer import Deferred
 
 from crawler.failures import failure_reason
-from scheduler.scrapy_scheduler import host_ready_at
+from scheduler.scrapy_scheduler import DISCOVER_META, host_ready_at
 
 if TYPE_CHECKING:
-    from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
@@ -31,6 +32,7 @@ T = TypeVar("T")
 
 BACKOFF_STATUSES = frozenset({429, 503})
 DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
+MAX_SITEMAPS_PER_HOST = 3
 PRIVATE_HOST_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
 
@@ -187,6 +189,18 @@ class RobotsPolicy(RobotsTxtMiddleware):
             self._disallow_all(netloc, f"http_{response.status}")
             return
         await super()._parse_robots(response, netloc, request)
+        parser = self._parsers.get(netloc)
+        if response.status == 200 and parser is not None and self.crawler.engine is not None:
+            self._request_sitemaps(parser, netloc)
+
+    def _request_sitemaps(self, parser: Any, netloc: str) -> None:
+        """A host's sitemaps go to the front of its queue: its size and content pages, before sampling."""
+        sitemaps = getattr(getattr(parser, "rp", None), "sitemaps", ())
+        for url in itertools.islice(sitemaps, MAX_SITEMAPS_PER_HOST):
+            if urlsplit(url).netloc != netloc:
+                continue
+            self._stats.inc_value("robotstxt/sitemaps")
+            self.crawler.engine.crawl(Request(url, meta={DISCOVER_META: True}))
 
     def _robots_error(self, exc: Exception, netloc: str) -> None:
         if isinstance(exc, IgnoreRequest):  # refused by us (private address), not by the host

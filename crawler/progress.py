@@ -47,7 +47,7 @@ class LiveProgress:
 
     def summary(self) -> str:
         get = self.stats.get_value
-        pages = get("frontier/fetched", 0)
+        pages = get("frontier/fetched", 0) or get("response_received_count", 0)
         elapsed = max(1e-6, time.monotonic() - self.started)
         failed = sum(v for k, v in self.stats.get_stats().items() if k.startswith("fetch/failed/"))
         robots = get("fetch/failed/robots_forbidden", 0)
@@ -74,7 +74,9 @@ class LiveProgress:
 
     def tick(self) -> None:
         if self.progress is not None:
-            done = self.stats.get_value("frontier/fetched", 0)
+            done = self.stats.get_value("frontier/fetched", 0) or self.stats.get_value(
+                "response_received_count", 0
+            )
             self.progress.update(self.task_id, completed=done, line=self.summary())
         else:
             self.console.print(f"[crawl] {self.summary()}", highlight=False)

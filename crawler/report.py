@@ -66,6 +66,21 @@ def plot_hosts(hosts: pl.DataFrame, run_dir: Path) -> str | None:
     return _save(fig, run_dir, "hosts.png")
 
 
+def plot_yield_curves(hq_by_fetch: dict[str, list[int]], total_pages: int, path: Path) -> None:
+    """High-quality pages collected against pages fetched, as shares of the whole test web."""
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for policy, hits in hq_by_fetch.items():
+        xs = [100 * (i + 1) / total_pages for i in range(len(hits))]
+        ax.plot(xs, hits, label=policy)
+    ax.set_xlabel("budget: pages fetched, % of all pages")
+    ax.set_ylabel("high-quality pages collected")
+    ax.set_title("Crawl yield by policy (same test web)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def _table(rows: list[tuple[str, Any]]) -> str:
     lines = ["| | |", "|---|---|"]
     for key, value in rows:

@@ -21,6 +21,7 @@ from crawler.sinks import PAGES_SPOOL, repair_text_shards, truncate_partial_line
 from crawler.spider import HostSpider
 from crawler.tables import write_tables
 from crawler.warc import recover_open_files
+from scheduler.frontier import SQLiteFrontier
 from scheduler.scrapy_scheduler import FRONTIER_FILE
 
 logger = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ def recover_run(run_dir: Path) -> None:
     """Make a crashed run's files whole again before crawling on (nothing fetched is thrown away)."""
     if not (run_dir / FRONTIER_FILE).exists():
         raise ConfigError(f"{run_dir}: no {FRONTIER_FILE} here; --resume needs a hostcrawl run directory")
+    SQLiteFrontier(run_dir / FRONTIER_FILE).close()  # a foreign or corrupt file fails here, clearly
     recovered = recover_open_files(run_dir / "warc") if (run_dir / "warc").exists() else {}
     for path, records in recovered.items():
         logger.info("recovered %s with %d complete records", path, records)

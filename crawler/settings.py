@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from crawler.config import CrawlConfig
+from crawler.config import SCRAPY_SCHEDULER, CrawlConfig
 
 # Components, by the order Scrapy calls them. The WARC capture sits next to the downloader so it
 # sees bodies before decompression and every response, robots.txt included.
@@ -36,6 +36,18 @@ DOWNLOAD_HANDLERS = {
     "https": "crawler.politeness.PoliteDownloadHandler",
 }
 ITEM_PIPELINES = {"crawler.pipeline.CleanScoreStorePipeline": 300}
+
+
+def scrapy_scheduler(max_pages: int) -> dict[str, Any]:
+    """Scrapy's own scheduler, breadth-first over a downloader-aware queue: the baseline to beat."""
+    return {
+        "SCHEDULER": "scrapy.core.scheduler.Scheduler",
+        "CLOSESPIDER_PAGECOUNT": max_pages,
+        "DEPTH_PRIORITY": 1,
+        "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
+        "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+        "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
+    }
 
 
 def build_settings(config: CrawlConfig, run_dir: Path, *, progress: bool = True) -> dict[str, Any]:
@@ -83,6 +95,7 @@ def build_settings(config: CrawlConfig, run_dir: Path, *, progress: bool = True)
         "HOSTCRAWL_FOLLOW_CROSS_HOST": f.follow_cross_host,
         "HOSTCRAWL_PROXY": f.proxy,
         "REACTOR_THREADPOOL_MAXSIZE": 20,
+        **(scrapy_scheduler(f.max_pages) if pol.name == SCRAPY_SCHEDULER else {}),
         # (3) components and outputs
         "DOWNLOADER_MIDDLEWARES": DOWNLOADER_MIDDLEWARES,
         "DOWNLOAD_HANDLERS": DOWNLOAD_HANDLERS,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -11,13 +12,22 @@ import scrapy
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.sitemap import Sitemap
 from twisted.python.failure import Failure
 
 from crawler.failures import failure_reason
 from crawler.warc_capture import FETCHED_AT_META, WARC_ID_META
-from scheduler.scrapy_scheduler import LEASE_META, POLICY_META
+from scheduler.scrapy_scheduler import DISCOVER_META, LEASE_META, POLICY_META
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+SITEMAP_TYPES = ("application/xml", "text/xml", "application/x-xml")
+MAX_SITEMAP_URLS = 50_000  # the sitemaps.org limit per file
+
+
+def is_sitemap(response: Response, content_type: str) -> bool:
+    return content_type in SITEMAP_TYPES or urlsplit(response.url).path.endswith((".xml", ".xml.gz"))
+
+
 BINARY_SNIFF_BYTES = 4096
 BINARY_CONTROL_SHARE = 0.10  # real HTML has almost no control bytes; images and archives do
 
@@ -83,6 +93,11 @@ class HostSpider(scrapy.Spider):
         stats = self.crawler.stats
         record = self._record(response)
         stats.inc_value(f"page/status/{response.status // 100}xx")
+        if response.status == 200 and is_sitemap(response, record["content_type"]):
+            yield from self.follow_sitemap(response)
+            record["error"] = "sitemap"
+            yield record
+            return
         if not isinstance(response, TextResponse) or not record["content_type"].startswith(HTML_TYPES):
             record["error"] = "not_html"
         elif looks_binary(response.body):
@@ -97,6 +112,23 @@ class HostSpider(scrapy.Spider):
         record["html"] = response.text
         yield from self.follow(response)
         yield record  # last: the frontier commits this page's links when its score arrives
+
+    def follow_sitemap(self, response: Response) -> Iterator[scrapy.Request]:
+        """A sitemap tells a host's size and its content pages: what sampling needs to be representative."""
+        try:
+            sitemap = Sitemap(response.body)
+        except Exception:
+            self.crawler.stats.inc_value("sitemap/unparsable")
+            return
+        nested = sitemap.type == "sitemapindex"
+        host = urlparse_cached(response).hostname
+        for entry in itertools.islice(sitemap, MAX_SITEMAP_URLS):
+            url = entry.get("loc", "")
+            if urlsplit(url).hostname != host:
+                continue  # sitemaps may only list their own host's URLs
+            self.crawler.stats.inc_value("sitemap/urls")
+            meta = {DISCOVER_META: True} if nested else {}
+            yield scrapy.Request(url, callback=self.parse, errback=self.failed, meta=meta)
 
     def follow(self, response: TextResponse) -> Iterator[scrapy.Request]:
         host = urlparse_cached(response).hostname

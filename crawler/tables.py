@@ -7,6 +7,8 @@ from pathlib import Path
 import polars as pl
 
 from crawler.sinks import PAGES_SPOOL
+from scheduler.export import host_states
+from scheduler.scrapy_scheduler import FRONTIER_FILE
 
 PAGE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "url": pl.String,
@@ -74,9 +76,21 @@ def host_table(pages: pl.DataFrame, scorers: list[str], crawl_delays: dict[str, 
     return hosts.join(delays, on="host", how="left")
 
 
+def with_scheduler_states(hosts: pl.DataFrame, run_dir: Path) -> pl.DataFrame:
+    """Adds what the frontier believes about each host (state, density estimate, drop reason)."""
+    states = host_states(run_dir / FRONTIER_FILE)
+    if not states.height:
+        return hosts
+    return (
+        hosts.drop("state")
+        .join(states, on="host", how="left")
+        .with_columns(pl.col("state").fill_null("unknown"))
+    )
+
+
 def write_tables(run_dir: Path, scorers: list[str], crawl_delays: dict[str, float]) -> pl.DataFrame:
     pages = read_spool(run_dir, scorers)
     pages.write_parquet(run_dir / "pages.parquet")
-    hosts = host_table(pages, scorers, crawl_delays)
+    hosts = with_scheduler_states(host_table(pages, scorers, crawl_delays), run_dir)
     hosts.write_parquet(run_dir / "hosts.parquet")
     return pages

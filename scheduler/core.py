@@ -72,6 +72,7 @@ class HostFrontier:
         self.heap: list[tuple[tuple[float, ...], int, str, int]] = []
         self.waiting: list[tuple[float, str]] = []
         self.dirty: set[str] = set()
+        self.urgent: dict[str, int] = {}  # host -> URLs in flight when the last run died, first in line
         self.epoch = policy.epoch(self.progress)
 
     # -- enqueue ----------------------------------------------------------------------------------
@@ -92,6 +93,7 @@ class HostFrontier:
         extra: bytes | None = None,
         force: bool = False,
         after: Lease | None = None,
+        discover: bool = False,
     ) -> str | None:
         """Queue a URL; returns why it was not queued (a stats reason) or None.
 
@@ -110,8 +112,8 @@ class HostFrontier:
             if fp in self.seen:
                 return "duplicate"
         record = self.host(host_name)
-        if record.state in (HostState.BLOCKED, HostState.DROPPED):
-            return f"host_{record.state.value}"
+        if record.state is HostState.BLOCKED:
+            return "host_blocked"
         if len(record.queue) >= self.limits.per_host_queue:
             return "host_queue_full"
         shape = DIGITS.sub("N", urlsplit(url).path)
@@ -123,13 +125,13 @@ class HostFrontier:
             self.seen.add(fp)
             self.store.add_seen((fp,))
         seq = after.seq if after is not None else next(self.seq)
-        row_id = self.store.push(host_name, url, depth, seq, extra)
-        item = QueuedUrl(url, depth, seq, row_id, extra)
-        if after is not None:
+        row_id = self.store.push(host_name, url, depth, seq, extra, discover)
+        item = QueuedUrl(url, depth, seq, row_id, extra, discover)
+        if after is not None or discover:
             record.queue.appendleft(item)  # finish what was started before starting anything new
         else:
             record.queue.append(item)
-        if len(record.queue) == 1 or after is not None:
+        if len(record.queue) == 1 or after is not None or discover:
             self.touch(record)
         return None
 
@@ -163,10 +165,26 @@ class HostFrontier:
             for record in self.hosts.values():
                 self.touch(record)
 
+    def _stuck(self) -> bool:
+        """Nothing eligible now and nothing on its way: let the policy widen its rules once more."""
+        busy = self.heap or self.waiting or self.urgent or self.in_flight or self.unobserved
+        if busy or not self.policy.widen():
+            return False
+        self.count("frontier/policy_widened")
+        for record in self.hosts.values():
+            self.touch(record)
+        return bool(self.heap)
+
     def next(self) -> Lease | None:
         if self.budget_left() <= 0:
             return None
         self._refresh()
+        lease = self._pop_urgent() or self._pop()
+        if lease is None and self._stuck():
+            lease = self._pop()
+        return lease
+
+    def _pop(self) -> Lease | None:
         while self.heap:
             _, _, name, version = heapq.heappop(self.heap)
             record = self.hosts[name]
@@ -177,9 +195,29 @@ class HostFrontier:
             return self._lease(record)
         return None
 
-    def _lease(self, record: HostRecord) -> Lease:
+    def _pop_urgent(self) -> Lease | None:
+        """Refetch what was in flight at the crash before anything else, so its links are found again."""
+        if not self.urgent:
+            return None
+        now = self.clock()
+        for name in list(self.urgent):
+            record = self.hosts[name]
+            if not record.queue:
+                del self.urgent[name]
+                continue
+            if record.in_flight < self.limits.concurrency_per_host and record.ready_at <= now:
+                self.urgent[name] -= 1
+                if self.urgent[name] <= 0:
+                    del self.urgent[name]
+                return self._lease(record, index=0)
+        return None
+
+    def _lease(self, record: HostRecord, index: int | None = None) -> Lease:
         phase = self.policy.phase(record)
-        index = self.policy.pick(record)
+        if record.queue[0].discover:
+            phase, index = Phase.DISCOVER, 0
+        if index is None:
+            index = self.policy.pick(record)
         item = record.queue[index]
         del record.queue[index]
         record.in_flight += 1
@@ -289,12 +327,14 @@ class HostFrontier:
         """
         if self.budget_left() <= 0:
             return False
-        return bool(self.heap or self.waiting or self.in_flight or self.unobserved)
+        pending = self.heap or self.waiting or self.urgent or self.in_flight or self.unobserved
+        return bool(pending) or self._stuck()
 
     # -- resume -----------------------------------------------------------------------------------
 
     def load(self) -> int:
         """Rebuild the working set from the store; returns the number of requeued in-flight URLs."""
+        leased = self.store.leased_ids()
         requeued = self.store.requeue_leased()
         self.seen.update(self.store.seen())
         for name, data in self.store.hosts():
@@ -302,7 +342,12 @@ class HostFrontier:
         top = -1
         for row in self.store.pending():
             record = self.host(row.host)
-            record.queue.append(QueuedUrl(row.url, row.depth, row.seq, row.row_id, row.extra))
+            item = QueuedUrl(row.url, row.depth, row.seq, row.row_id, row.extra, row.discover)
+            if row.row_id in leased:
+                record.queue.appendleft(item)
+                self.urgent[row.host] = self.urgent.get(row.host, 0) + 1
+            else:
+                record.queue.append(item)
             top = max(top, row.seq)
         self.seq = itertools.count(top + 1)
         self.progress.fetched = sum(r.fetched for r in self.hosts.values())

@@ -22,6 +22,7 @@ CREATE TABLE IF NOT EXISTS queue (
     depth INTEGER NOT NULL,
     seq INTEGER NOT NULL,
     state INTEGER NOT NULL DEFAULT 0,  -- 0 pending, 1 handed out (in flight)
+    discover INTEGER NOT NULL DEFAULT 0,  -- sitemaps: fetched first, never a quality sample
     extra BLOB
 );
 CREATE INDEX IF NOT EXISTS queue_state ON queue(state);
@@ -42,6 +43,7 @@ class StoredUrl:
     depth: int
     seq: int
     extra: bytes | None
+    discover: bool
 
 
 class SQLiteFrontier:
@@ -97,10 +99,12 @@ class SQLiteFrontier:
     def add_seen(self, fps: Iterable[int]) -> None:
         self.db.executemany("INSERT OR IGNORE INTO seen VALUES (?)", ((fp,) for fp in fps))
 
-    def push(self, host: str, url: str, depth: int, seq: int, extra: bytes | None) -> int:
+    def push(
+        self, host: str, url: str, depth: int, seq: int, extra: bytes | None, discover: bool = False
+    ) -> int:
         cursor = self.db.execute(
-            "INSERT INTO queue (host, url, depth, seq, extra) VALUES (?, ?, ?, ?, ?)",
-            (host, url, depth, seq, extra),
+            "INSERT INTO queue (host, url, depth, seq, extra, discover) VALUES (?, ?, ?, ?, ?, ?)",
+            (host, url, depth, seq, extra, int(discover)),
         )
         return int(cursor.lastrowid or 0)
 
@@ -125,6 +129,9 @@ class SQLiteFrontier:
 
     # -- resume ---------------------------------------------------------------------------------
 
+    def leased_ids(self) -> set[int]:
+        return {int(r[0]) for r in self.db.execute("SELECT id FROM queue WHERE state=?", (LEASED,))}
+
     def requeue_leased(self) -> int:
         """Requests handed out when the process died go back to the queue: at most those are refetched."""
         cursor = self.db.execute("UPDATE queue SET state=? WHERE state=?", (PENDING, LEASED))
@@ -135,8 +142,9 @@ class SQLiteFrontier:
             yield int(fp)
 
     def pending(self) -> Iterator[StoredUrl]:
-        for row in self.db.execute("SELECT id, host, url, depth, seq, extra FROM queue ORDER BY id"):
-            yield StoredUrl(*row)
+        query = "SELECT id, host, url, depth, seq, extra, discover FROM queue ORDER BY id"
+        for row_id, host, url, depth, seq, extra, discover in self.db.execute(query):
+            yield StoredUrl(row_id, host, url, depth, seq, extra, bool(discover))
 
     def hosts(self) -> Iterator[tuple[str, dict[str, Any]]]:
         for host, record in self.db.execute("SELECT host, record FROM hosts"):

@@ -36,6 +36,7 @@ class QueuedUrl:
     seq: int  # global enqueue order, for breadth-first across hosts
     row_id: int = 0  # its row in the frontier database
     extra: bytes | None = None  # pickled request meta a retry or redirect must keep
+    discover: bool = False  # a sitemap: fetched before samples, never scored as one
 
 
 @dataclass(slots=True)

@@ -20,6 +20,7 @@ class PolicyConfig:
     sample_pages: int = 3  # k pages sampled per host before it can be deepened
     explore_share: float = 0.2  # sample_deepen: share of the budget for discovering and sampling hosts
     exploration_bonus: float = 1.0  # adaptive: weight of the posterior's standard deviation
+    deepen_min_density: float = 0.5  # sample_deepen: sampled density a host needs to be deepened
     drop_below: float = 0.15  # adaptive: stop deepening a host whose posterior mean falls below
     min_observations: int = 3  # adaptive: observations before a host may be dropped
     truth: Mapping[str, float] = field(default_factory=dict)  # oracle only: host -> true density
@@ -67,6 +68,10 @@ class Policy(ABC):
         """Called after a page's score arrives; returns a drop reason to stop fetching the host."""
         return None
 
+    def widen(self) -> bool:
+        """Nothing is eligible and nothing is coming: relax the rules if that lets the crawl go on."""
+        return False
+
 
 class BreadthFirst(Policy):
     """Host-blind breadth-first: shallowest, oldest URL first (what Scrapy does by default)."""
@@ -101,11 +106,21 @@ class SampleThenDeepen(Policy):
 
     key, name = "sample_deepen", "sample_deepen_v1"
 
+    def __init__(self, config: PolicyConfig) -> None:
+        super().__init__(config)
+        self.widened = False  # exploration budget spent and every good host exhausted
+
     def exploring(self, progress: CrawlProgress) -> bool:
-        return progress.explore_fetches < self.config.explore_share * progress.budget
+        return self.widened or progress.explore_fetches < self.config.explore_share * progress.budget
 
     def epoch(self, progress: CrawlProgress) -> int:
         return 0 if self.exploring(progress) else 1
+
+    def widen(self) -> bool:
+        if self.widened:
+            return False
+        self.widened = True
+        return True
 
     def phase(self, host: HostRecord) -> Phase:
         if host.fetched + host.in_flight == 0 and host.sample_handed == 0:
@@ -126,15 +141,16 @@ class SampleThenDeepen(Policy):
             return None
         phase = self.phase(host)
         if phase is not Phase.DEEPEN:
-            explore_class = 2.0 if self.exploring(progress) else 0.0
-            return (explore_class, size_bonus(host), -float(host.queue[0].seq))
+            if not self.exploring(progress):
+                return None  # the exploration share is spent: deepen what was found
+            return (2.0, size_bonus(host), -float(host.queue[0].seq))
         if host.state is not HostState.SCORED and host.state is not HostState.DEEPENING:
             return None  # samples handed out, their scores not back yet
         density = host.sample_density() or 0.0
         return (1.0, density + prior(host), size_bonus(host))
 
     def observed(self, host: HostRecord) -> str | None:
-        if host.state is HostState.SCORED and (host.sample_density() or 0.0) == 0.0:
+        if host.state is HostState.SCORED and (host.sample_density() or 0.0) < self.config.deepen_min_density:
             return "low_sample"
         return None
 

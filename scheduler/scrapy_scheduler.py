@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 LEASE_META = "hostcrawl_lease"
+DISCOVER_META = "hostcrawl_discover"  # sitemaps and the like: fetched first, not quality samples
 POLICY_META = "hostcrawl_policy"
 FRONTIER_FILE = "frontier.sqlite3"
 KEPT_META = ("retry_times", "redirect_times", "redirect_ttl", "redirect_urls", "redirect_reasons")
@@ -114,6 +115,7 @@ class HostScheduler:
             extra=extra,
             force=request.dont_filter,
             after=old,
+            discover=bool(request.meta.get(DISCOVER_META)),
         )
         if self.priors is not None and len(self.frontier.hosts) > known:
             self._apply_prior(next(reversed(self.frontier.hosts)))
@@ -142,6 +144,11 @@ class HostScheduler:
             dont_filter=True,
         )
 
+    def _nudge(self) -> None:
+        slot = getattr(self.crawler.engine, "_slot", None)
+        if slot is not None:
+            slot.nextcall.schedule()
+
     def _wake_when_ready(self) -> None:
         """Hosts waiting for their delay: nudge the engine then, instead of its 5 s heartbeat."""
         assert self.frontier is not None
@@ -169,6 +176,7 @@ class HostScheduler:
         if not lease.ended:  # a middleware dropped it before the network (robots.txt, private address)
             self.frontier.fetch_ended(lease, False, 0.0)
         self.frontier.observe(lease, score)
+        self._nudge()  # a score can make a host eligible; don't wait for the engine's heartbeat
 
     def host_timer(self, host: str, ready_at: float) -> None:
         """Politeness says when the host may be fetched again (delay, Crawl-delay, backoff)."""

@@ -1,0 +1,49 @@
+"""The scheduler's host table as a frame, for hosts.parquet and reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from scheduler.frontier import SQLiteFrontier
+from scheduler.hosts import PRIOR_ALPHA, PRIOR_BETA
+
+HOST_STATE_SCHEMA: dict[str, type[pl.DataType]] = {
+    "host": pl.String,
+    "state": pl.String,
+    "drop_reason": pl.String,
+    "sample_pages": pl.Int64,
+    "sample_density": pl.Float64,
+    "scored_pages": pl.Int64,
+    "density_mean": pl.Float64,
+    "density_sd": pl.Float64,
+}
+
+
+def host_states(db_path: Path) -> pl.DataFrame:
+    """One row per host: state, sample and posterior density estimates (Beta prior, scored pages)."""
+    if not db_path.exists():
+        return pl.DataFrame(schema=HOST_STATE_SCHEMA)
+    store = SQLiteFrontier(db_path)
+    rows = []
+    try:
+        for host, data in store.hosts():
+            samples = list(data.get("sample_scores", []))
+            high, low = int(data.get("high", 0)), int(data.get("low", 0))
+            a, b = PRIOR_ALPHA + high, PRIOR_BETA + low
+            rows.append(
+                {
+                    "host": host,
+                    "state": data.get("state"),
+                    "drop_reason": data.get("drop_reason"),
+                    "sample_pages": len(samples),
+                    "sample_density": int(data.get("sample_high", 0)) / len(samples) if samples else None,
+                    "scored_pages": high + low,
+                    "density_mean": a / (a + b),
+                    "density_sd": (a * b / ((a + b) ** 2 * (a + b + 1))) ** 0.5,
+                }
+            )
+    finally:
+        store.close()
+    return pl.DataFrame(rows, schema=HOST_STATE_SCHEMA)

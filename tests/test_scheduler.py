@@ -1,0 +1,202 @@
+"""The frontier and its policies, driven without the network by a simulated crawl with known host quality."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from scheduler.core import FrontierLimits, HostFrontier, Lease
+from scheduler.frontier import FrontierError, SQLiteFrontier
+from scheduler.hosts import HostState, Phase
+from scheduler.policies import PolicyConfig, make_policy
+from scheduler.urls import TrapGuard, canonical
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_frontier(tmp_path: Path, policy: str, budget: int, **config: object) -> tuple[HostFrontier, Clock]:
+    clock = Clock()
+    store = SQLiteFrontier(tmp_path / "frontier.sqlite3")
+    frontier = HostFrontier(
+        store,
+        make_policy(policy, PolicyConfig(**config)),  # type: ignore[arg-type]
+        FrontierLimits(budget=budget),
+        clock,
+    )
+    return frontier, clock
+
+
+def seed_hosts(frontier: HostFrontier, qualities: dict[str, float], pages: int) -> None:
+    for host in qualities:
+        frontier.add(f"http://{host}/", 0)
+        for i in range(pages):
+            frontier.add(f"http://{host}/page/{i}.html", 1)
+
+
+def simulate(
+    frontier: HostFrontier,
+    clock: Clock,
+    score: Callable[[Lease], float],
+    delay: float = 1.0,
+    on_lease: Callable[[Lease], None] = lambda lease: None,
+) -> list[Lease]:
+    """Fetch one page per host per `delay`, score each page right away, until the budget is spent."""
+    done: list[Lease] = []
+    while frontier.has_pending():
+        lease = frontier.next()
+        if lease is None:
+            ready = frontier.next_ready_at()
+            if ready is None:
+                break
+            clock.now = max(clock.now + 0.01, ready)
+            continue
+        on_lease(lease)
+        frontier.fetch_ended(lease, True, clock.now + delay)
+        frontier.observe(lease, score(lease))
+        done.append(lease)
+    return done
+
+
+def quality_scorer(qualities: dict[str, float], seed: int = 0) -> Callable[[Lease], float]:
+    rng = random.Random(seed)
+    return lambda lease: 0.9 if rng.random() < qualities[lease.host] else 0.1
+
+
+def two_classes(n: int) -> dict[str, float]:
+    return {f"h{i}.example": (0.9 if i % 2 == 0 else 0.1) for i in range(n)}
+
+
+def test_every_host_gets_k_samples_before_any_host_is_deepened(tmp_path: Path) -> None:
+    # explore_share=1.0: exploration never runs out, so sampling must finish everywhere first
+    frontier, clock = make_frontier(tmp_path, "sample_deepen", budget=400, explore_share=1.0)
+    qualities = two_classes(20)
+    seed_hosts(frontier, qualities, pages=30)
+    leases = simulate(frontier, clock, quality_scorer(qualities))
+    first_deepen = next(i for i, lease in enumerate(leases) if lease.phase is Phase.DEEPEN)
+    before = leases[:first_deepen]
+    for host in qualities:
+        samples = [lease for lease in before if lease.host == host and lease.phase is Phase.SAMPLE]
+        assert len(samples) == 3, host
+    assert all(lease.phase is not Phase.SAMPLE for lease in leases[first_deepen:])
+
+
+def test_samples_are_spread_over_the_host_not_its_first_links(tmp_path: Path) -> None:
+    frontier, clock = make_frontier(tmp_path, "sample_deepen", budget=4, explore_share=1.0)
+    seed_hosts(frontier, {"a.example": 0.5}, pages=40)
+    leases = simulate(frontier, clock, lambda lease: 0.9)
+    sampled = [int(lease.url.split("/")[-1].split(".")[0]) for lease in leases if lease.phase is Phase.SAMPLE]
+    assert len(sampled) == 3
+    assert max(sampled) - min(sampled) >= 15
+
+
+@pytest.mark.parametrize("policy", ["sample_deepen", "adaptive"])
+def test_host_aware_policies_spend_the_budget_on_the_good_hosts(tmp_path: Path, policy: str) -> None:
+    qualities = two_classes(40)
+    frontier, clock = make_frontier(tmp_path, policy, budget=600)
+    seed_hosts(frontier, qualities, pages=60)
+    leases = simulate(frontier, clock, quality_scorer(qualities))
+    good = sum(1 for lease in leases if qualities[lease.host] > 0.5)
+    assert len(leases) == 600
+    assert good / len(leases) >= 0.75, f"{policy} spent only {good}/{len(leases)} on good hosts"
+
+
+def test_breadth_first_does_not_favour_good_hosts(tmp_path: Path) -> None:
+    qualities = two_classes(40)
+    frontier, clock = make_frontier(tmp_path, "bfs", budget=600)
+    seed_hosts(frontier, qualities, pages=60)
+    leases = simulate(frontier, clock, quality_scorer(qualities))
+    good = sum(1 for lease in leases if qualities[lease.host] > 0.5)
+    assert 0.4 <= good / len(leases) <= 0.6
+
+
+def test_adaptive_drops_a_host_whose_pages_turn_out_bad(tmp_path: Path) -> None:
+    frontier, clock = make_frontier(tmp_path, "adaptive", budget=200)
+    seed_hosts(frontier, {"bad.example": 0.0, "good.example": 1.0}, pages=150)
+    simulate(frontier, clock, quality_scorer({"bad.example": 0.0, "good.example": 1.0}))
+    bad = frontier.hosts["bad.example"]
+    assert bad.state is HostState.DROPPED and bad.drop_reason == "turned_bad"
+    assert bad.fetched <= 6
+    assert frontier.hosts["good.example"].fetched == 151  # all of it
+
+
+def test_a_host_is_never_handed_out_before_its_delay(tmp_path: Path) -> None:
+    frontier, clock = make_frontier(tmp_path, "bfs", budget=200)
+    seed_hosts(frontier, {"a.example": 0.5, "b.example": 0.5}, pages=60)
+    last: dict[str, float] = {}
+
+    def check(lease: Lease) -> None:
+        if lease.host in last:
+            assert clock.now - last[lease.host] >= 2.5
+        last[lease.host] = clock.now
+
+    simulate(frontier, clock, lambda lease: 0.5, delay=2.5, on_lease=check)
+    assert frontier.progress.fetched == 122
+
+
+def test_budget_counts_only_fetches_that_reached_the_network(tmp_path: Path) -> None:
+    frontier, clock = make_frontier(tmp_path, "bfs", budget=5)
+    seed_hosts(frontier, {"a.example": 0.5}, pages=20)
+    lease = frontier.next()
+    assert lease is not None
+    frontier.fetch_ended(lease, False, 0.0)  # e.g. robots.txt forbade it
+    frontier.observe(lease, None)
+    leases = simulate(frontier, clock, lambda lease: 0.5)
+    assert len(leases) == 5 and frontier.progress.fetched == 5
+
+
+def test_canonical_duplicates_and_traps_are_refused_with_reasons(tmp_path: Path) -> None:
+    frontier, _ = make_frontier(tmp_path, "bfs", budget=10)
+    assert frontier.add("http://a.example/x?b=2&a=1", 1) is None
+    assert frontier.add("http://A.example/x?a=1&b=2#frag", 1) == "duplicate"
+    assert frontier.add("http://a.example/" + "/".join("abcdefghijklmn"), 1) == "trap/path_too_deep"
+    assert frontier.add("http://a.example/x/y/x/y/x/y/x/", 1) == "trap/repeated_segment"
+    many = "&".join(f"p{i}=1" for i in range(10))
+    assert frontier.add(f"http://a.example/s?{many}", 1) == "trap/too_many_params"
+    reasons = [
+        frontier.add(f"http://cal.example/calendar/{y}/{m}", 1) for y in range(2000, 2100) for m in range(12)
+    ]
+    assert reasons.count("trap/pattern_explosion") >= 600
+    assert TrapGuard().reason(canonical("http://a.example/ok/page.html")) is None
+
+
+def test_frontier_survives_reopening_with_in_flight_urls_requeued(tmp_path: Path) -> None:
+    frontier, clock = make_frontier(tmp_path, "bfs", budget=100)
+    seed_hosts(frontier, {"a.example": 0.5, "b.example": 0.5}, pages=10)
+    simulate_some = [frontier.next() for _ in range(2)]
+    leases = [lease for lease in simulate_some if lease is not None]
+    frontier.fetch_ended(leases[0], True, 0.0)
+    frontier.observe(leases[0], 0.8)  # done and committed
+    # leases[1] is in flight when the process dies: no commit, no close
+    again, _ = make_frontier(tmp_path, "bfs", budget=100)
+    requeued = again.load()
+    assert requeued == 1
+    queued = {q.url for h in again.hosts.values() for q in h.queue}
+    assert leases[1].url in queued and leases[0].url not in queued
+    assert len(queued) == 21
+    assert again.add(leases[0].url, 0) == "duplicate"
+    assert again.progress.fetched == 1
+
+
+def test_foreign_or_corrupt_frontier_files_give_a_clear_error(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.sqlite3"
+    garbage.write_bytes(b"this is not a database at all" * 100)
+    with pytest.raises(FrontierError, match="not a usable hostcrawl frontier"):
+        SQLiteFrontier(garbage)
+    import sqlite3
+
+    foreign = tmp_path / "foreign.sqlite3"
+    db = sqlite3.connect(foreign)
+    db.execute("CREATE TABLE notes (x TEXT)")
+    db.commit()
+    db.close()
+    with pytest.raises(FrontierError, match="not a hostcrawl frontier"):
+        SQLiteFrontier(foreign)
