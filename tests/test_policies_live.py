@@ -65,7 +65,7 @@ def test_policy_crawls_within_budget_and_stays_polite(
             "--no-progress",
             "--timeout",
             "4",
-        ],  # fmt: skip
+        ],
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,4 +1,4 @@
-"""kill -9 at random moments, then --resume: nothing discovered or archived is lost, little is fetched twice."""
+"""kill -9 at random moments, then --resume: nothing discovered or archived is lost, little fetched twice."""
 
 from __future__ import annotations
 

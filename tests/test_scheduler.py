@@ -169,7 +169,7 @@ def test_canonical_duplicates_and_traps_are_refused_with_reasons(tmp_path: Path)
 
 
 def test_frontier_survives_reopening_with_in_flight_urls_requeued(tmp_path: Path) -> None:
-    frontier, clock = make_frontier(tmp_path, "bfs", budget=100)
+    frontier, _ = make_frontier(tmp_path, "bfs", budget=100)
     seed_hosts(frontier, {"a.example": 0.5, "b.example": 0.5}, pages=10)
     simulate_some = [frontier.next() for _ in range(2)]
     leases = [lease for lease in simulate_some if lease is not None]
