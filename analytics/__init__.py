@@ -1,1 +1,1 @@
-"""Studies in DuckDB/polars (later issue): ICC1, k-sample curves, yield and coverage simulations."""
+"""Host-level studies in DuckDB (ICC1, k-sample, yield, depth, coverage, language) and their reports."""

@@ -66,7 +66,7 @@ class PolicyConfig:
 @dataclass(slots=True)
 class CleaningConfig:
     cleaner: str = "trafilatura_v1"
-    scorers: list[str] = field(default_factory=lambda: ["heuristic_v1"])
+    scorers: list[str] = field(default_factory=lambda: ["heuristic_v2"])
     threshold: float = 0.5  # a page is curated when its first scorer exceeds this
     workers: int = 0  # cleaning processes; 0 = one per core
 

@@ -84,13 +84,15 @@ class CleanScoreStorePipeline:
         assert self.pool is not None and self.text is not None and self.pages is not None
         html = item.pop("html", None)
         lease = item.pop("_lease", None)
-        row = dict(item, cleaner=None, n_words=0, curated=False, title=None)
+        row = dict(item, cleaner=None, n_words=0, curated=False, title=None, language=None)
         for name in self.scorers:
             row[f"score_{name}"] = None
         if html is not None:
             future = self.pool.submit(process_page, html, item["url"], self.cleaner, self.scorers)
             result = await asyncio.wrap_future(future)
-            row.update(cleaner=result.cleaner, n_words=result.n_words, title=result.title)
+            row.update(
+                cleaner=result.cleaner, n_words=result.n_words, title=result.title, language=result.language
+            )
             for name, value in result.scores.items():
                 row[f"score_{name}"] = value
             if result.error:
@@ -116,6 +118,7 @@ class CleanScoreStorePipeline:
             "url": item["url"],
             "host": item["host"],
             "title": result.title,
+            "language": result.language,
             "text": result.markdown or result.text,
             "scores": result.scores,
             "cleaner": result.cleaner,

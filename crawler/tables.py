@@ -27,6 +27,7 @@ PAGE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "n_words": pl.Int64,
     "curated": pl.Boolean,
     "title": pl.String,
+    "language": pl.String,
 }
 
 
@@ -58,6 +59,7 @@ def host_table(pages: pl.DataFrame, scorers: list[str], crawl_delays: dict[str, 
             curated=pl.col("curated").sum(),
             mean_score=pl.col(primary).mean(),
             bytes=pl.col("bytes").sum(),
+            language=pl.col("language").drop_nulls().mode().first(),
             first_fetch=pl.col("fetched_at").min(),
             last_fetch=pl.col("fetched_at").max(),
         )

@@ -1,1 +1,1 @@
-"""Host graph (later issue): Common Crawl ranks ingest, host-name normalisation, centrality priors."""
+"""Host graph: Common Crawl ranks/vertices/edges ingest, host names, centrality and the scheduler's priors."""

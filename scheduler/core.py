@@ -42,6 +42,9 @@ class FrontierLimits:
     per_host_queue: int = 50_000  # queued URLs kept per host
     concurrency_per_host: int = 1
     threshold: float = 0.5  # a page counts as high quality above this score
+    # Fewer hosts than this in flight: hosts the policy ranks "not now" may fill the idle capacity.
+    # A polite crawl of one host at a time would take forever; this trades a little budget for time.
+    fill_hosts: int = 4
 
 
 class HostFrontier:
@@ -71,6 +74,8 @@ class HostFrontier:
         self.seq = itertools.count()
         self.heap: list[tuple[tuple[float, ...], int, str, int]] = []
         self.waiting: list[tuple[float, str]] = []
+        # hosts the policy would rather not fetch now, used only to keep `fill_hosts` hosts busy
+        self.fill_heap: list[tuple[tuple[float, ...], int, str, int]] = []
         self.dirty: set[str] = set()
         self.urgent: dict[str, int] = {}  # host -> URLs in flight when the last run died, first in line
         self.epoch = policy.epoch(self.progress)
@@ -152,6 +157,11 @@ class HostFrontier:
         if priority is not None:
             key = tuple(-p for p in priority)
             heapq.heappush(self.heap, (key, next(self.seq), record.host, record.version))
+            return
+        filler = self.policy.fill_priority(record)
+        if filler is not None:
+            key = tuple(-p for p in filler)
+            heapq.heappush(self.fill_heap, (key, next(self.seq), record.host, record.version))
 
     def _refresh(self) -> None:
         now = self.clock()
@@ -162,6 +172,7 @@ class HostFrontier:
         if epoch != self.epoch:
             self.epoch = epoch
             self.heap.clear()
+            self.fill_heap.clear()
             for record in self.hosts.values():
                 self.touch(record)
 
@@ -171,6 +182,7 @@ class HostFrontier:
         if busy or not self.policy.widen():
             return False
         self.count("frontier/policy_widened")
+        self.fill_heap.clear()
         for record in self.hosts.values():
             self.touch(record)
         return bool(self.heap)
@@ -179,14 +191,18 @@ class HostFrontier:
         if self.budget_left() <= 0:
             return None
         self._refresh()
-        lease = self._pop_urgent() or self._pop()
+        lease = self._pop_urgent() or self._pop(self.heap)
+        if lease is None and self.in_flight < self.limits.fill_hosts:
+            lease = self._pop(self.fill_heap)
+            if lease is not None:
+                self.count("frontier/filled_idle_capacity")
         if lease is None and self._stuck():
-            lease = self._pop()
+            lease = self._pop(self.heap)
         return lease
 
-    def _pop(self) -> Lease | None:
-        while self.heap:
-            _, _, name, version = heapq.heappop(self.heap)
+    def _pop(self, heap: list[tuple[tuple[float, ...], int, str, int]]) -> Lease | None:
+        while heap:
+            _, _, name, version = heapq.heappop(heap)
             record = self.hosts[name]
             if version != record.version or record.in_flight >= self.limits.concurrency_per_host:
                 continue

@@ -72,6 +72,10 @@ class Policy(ABC):
         """Nothing is eligible and nothing is coming: relax the rules if that lets the crawl go on."""
         return False
 
+    def fill_priority(self, host: HostRecord) -> Priority | None:
+        """For hosts `priority` says not now: their order when the crawl would otherwise sit idle."""
+        return None
+
 
 class BreadthFirst(Policy):
     """Host-blind breadth-first: shallowest, oldest URL first (what Scrapy does by default)."""
@@ -148,6 +152,11 @@ class SampleThenDeepen(Policy):
             return None  # samples handed out, their scores not back yet
         density = host.sample_density() or 0.0
         return (1.0, density + prior(host), size_bonus(host))
+
+    def fill_priority(self, host: HostRecord) -> Priority | None:
+        if host.state is HostState.DROPPED or self.phase(host) is Phase.DEEPEN:
+            return None
+        return (size_bonus(host), -float(host.queue[0].seq))
 
     def observed(self, host: HostRecord) -> str | None:
         if host.state is HostState.SCORED and (host.sample_density() or 0.0) < self.config.deepen_min_density:

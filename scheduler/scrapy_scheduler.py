@@ -50,6 +50,7 @@ class HostScheduler:
             per_host_budget=settings.getint("HOSTCRAWL_PER_HOST_BUDGET"),
             concurrency_per_host=settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
             threshold=settings.getfloat("HOSTCRAWL_THRESHOLD"),
+            fill_hosts=max(1, settings.getint("CONCURRENT_REQUESTS") // 8),
         )
         self.priors = load_priors(settings.get("HOSTCRAWL_PRIORS"))
         self.frontier: HostFrontier | None = None

@@ -90,7 +90,7 @@ def test_crawl_killed_three_times_resumes_without_losing_anything(tmp_path: Path
             if url.startswith("http") and guard.reason(url) is None:
                 assert fingerprint(url) in seen, f"{url} (linked from {row['url']}) was lost"
                 checked += 1
-    assert checked > 200
+    assert checked > 100
 
     # pages fetched twice are at most those in flight at the kills (requeued by each resume)
     log_text = (run / "crawl.log").read_text()

@@ -1,6 +1,27 @@
-"""Page-quality scorers: cleaned text -> scores in [0, 1] under versioned names."""
+"""Page-quality scorers and language id: cleaned text -> scores in [0, 1] under versioned names."""
 
-from cleaner.quality.base import QualityScorer
-from cleaner.quality.registry import get_scorer, scorer_names
+from cleaner.quality.base import HIGH_QUALITY_THRESHOLD, QualityScorer
+from cleaner.quality.langid import DEFAULT_LANGID, Language, get_language_identifier, primary_language
+from cleaner.quality.registry import (
+    DEFAULT_SCORER,
+    ScorerSpec,
+    ScorerSpecError,
+    get_scorer,
+    scorer_column,
+    scorer_names,
+)
 
-__all__ = ["QualityScorer", "get_scorer", "scorer_names"]
+__all__ = [
+    "DEFAULT_LANGID",
+    "DEFAULT_SCORER",
+    "HIGH_QUALITY_THRESHOLD",
+    "Language",
+    "QualityScorer",
+    "ScorerSpec",
+    "ScorerSpecError",
+    "get_language_identifier",
+    "get_scorer",
+    "primary_language",
+    "scorer_column",
+    "scorer_names",
+]

@@ -1,8 +1,18 @@
-"""Versioned scorer names -> classes, imported late so model scorers cost nothing until used."""
+"""Scorer specs -> scorers: versioned rule scorers by name, model scorers as `NAME=PATH[:LABEL]`.
+
+A spec is a plain string so it can cross a process boundary and be rebuilt in each worker:
+  heuristic_v2                       a registered scorer
+  dclm=/models/dclm.bin              a published fastText model (name picks its preset)
+  mine=/models/mine.bin:__label__ok  any fastText model, with its positive label
+  nemotron=/runs/r1/ensemble.json    a calibrated Nemotron-CC-style ensemble
+"""
 
 from __future__ import annotations
 
 import importlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
 
 from cleaner.quality.base import QualityScorer
 
@@ -10,7 +20,56 @@ from cleaner.quality.base import QualityScorer
 # numbers a scorer returns change.
 SCORERS: dict[str, str] = {
     "heuristic_v1": "cleaner.quality.heuristic:HeuristicScorer",
+    "heuristic_v2": "cleaner.quality.heuristic:HeuristicScorerV2",
 }
+DEFAULT_SCORER = "heuristic_v2"
+NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+ENSEMBLE_SUFFIX = ".json"
+
+
+class ScorerSpecError(ValueError):
+    """A `--classifier` value that cannot be parsed; the message quotes it and shows the syntax."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScorerSpec:
+    """A parsed scorer spec; `name` is the column the scores go to."""
+
+    name: str
+    path: str | None = None
+    label: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> ScorerSpec:
+        """`NAME` or `NAME=PATH[:POSITIVE_LABEL]`; a colon inside a path (`C:\\m.bin`) stays in it."""
+        text = text.strip()
+        if "=" not in text:
+            return cls(_check_name(text, text))
+        name, rest = text.split("=", 1)
+        name = _check_name(name.strip(), text)
+        if name in SCORERS:
+            raise ScorerSpecError(f"{text!r}: {name!r} is a built-in scorer; give the model another name")
+        path, label = rest, None
+        head, sep, tail = rest.rpartition(":")
+        if sep and head and tail and not re.search(r"[/\\.]", tail) and not Path(rest).exists():
+            path, label = head, tail
+        if not path:
+            raise ScorerSpecError(f"{text!r}: missing model path (NAME=PATH[:POSITIVE_LABEL])")
+        return cls(name, path, label)
+
+    def __str__(self) -> str:
+        if self.path is None:
+            return self.name
+        return f"{self.name}={self.path}" + (f":{self.label}" if self.label else "")
+
+
+def _check_name(name: str, text: str) -> str:
+    if not NAME_RE.match(name):
+        raise ScorerSpecError(
+            f"{text!r}: scorer names are a letter then letters, digits, '_', '.', '-' "
+            "(syntax: NAME or NAME=PATH[:POSITIVE_LABEL])"
+        )
+    return name
 
 
 def scorer_names() -> tuple[str, ...]:
@@ -18,11 +77,30 @@ def scorer_names() -> tuple[str, ...]:
     return tuple(sorted(SCORERS))
 
 
-def get_scorer(name: str) -> QualityScorer:
-    """Build the scorer registered under `name`; unknown names list the known ones."""
-    target = SCORERS.get(name)
-    if target is None:
-        raise ValueError(f"unknown scorer {name!r}; known scorers: {', '.join(scorer_names())}")
-    module_name, class_name = target.split(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
-    return cls()
+def scorer_column(spec: str) -> str:
+    """The name a spec's scores are stored under (`dclm=/m/x.bin` -> `dclm`)."""
+    return ScorerSpec.parse(spec).name
+
+
+def get_scorer(spec: str) -> QualityScorer:
+    """Build the scorer a spec names; unknown names list the known ones."""
+    parsed = ScorerSpec.parse(spec)
+    if parsed.path is None:
+        target = SCORERS.get(parsed.name)
+        if target is None:
+            raise ValueError(
+                f"unknown scorer {parsed.name!r}; known scorers: {', '.join(scorer_names())}, "
+                "or a model as NAME=PATH[:POSITIVE_LABEL]"
+            )
+        module_name, class_name = target.split(":")
+        cls = getattr(importlib.import_module(module_name), class_name)
+        scorer: QualityScorer = cls()
+        return scorer
+    if parsed.path.endswith(ENSEMBLE_SUFFIX):
+        from cleaner.quality.ensemble import EnsembleScorer
+
+        return EnsembleScorer.from_file(Path(parsed.path), name=parsed.name)
+    from cleaner.quality.fasttext_scorer import PRESETS, FastTextScorer
+
+    preset = parsed.name if parsed.name in PRESETS else None
+    return FastTextScorer(parsed.name, Path(parsed.path), preset=preset, positive_label=parsed.label)

@@ -1,0 +1,88 @@
+"""DuckDB connections and the SQL pieces the studies share (parquet sources, ranks with ties, Spearman)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+# Leaves head-room under the 4 GB budget of the coverage study; DuckDB spills to disk beyond it.
+DEFAULT_MEMORY_LIMIT = "2GB"
+MEMORY_ENV = "HOSTCRAWL_DUCKDB_MEMORY"
+THREADS_ENV = "HOSTCRAWL_DUCKDB_THREADS"
+
+
+def connect(temp_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory database with a memory cap, spilling to `temp_dir` when a join outgrows it."""
+    con = duckdb.connect(":memory:")
+    con.execute(f"SET memory_limit = '{os.environ.get(MEMORY_ENV, DEFAULT_MEMORY_LIMIT)}'")
+    threads = os.environ.get(THREADS_ENV)
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    con.execute("SET preserve_insertion_order = false")
+    if temp_dir is not None:
+        temp_dir.mkdir(parents=True, exist_ok=True)
+        con.execute(f"SET temp_directory = {quote(str(temp_dir))}")
+    return con
+
+
+def quote(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def ident(name: str) -> str:
+    """A SQL identifier, quoted so that column names such as `nutch_numRecords` keep their case."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def parquet_source(files: Sequence[Path], hive: bool = False) -> str:
+    """read_parquet over files whose schemas may differ: columns are matched by name, missing ones NULL."""
+    listing = ", ".join(quote(str(f)) for f in files)
+    return f"read_parquet([{listing}], union_by_name = true, hive_partitioning = {str(hive).lower()})"
+
+
+def www_key_sql(column: str) -> str:
+    """SQL twin of graph.hostnames.www_key: lowercase, no trailing dot, one leading www. dropped."""
+    return f"regexp_replace(rtrim(lower({column}), '.'), '^www\\.(.+\\.)', '\\1')"
+
+
+def tld_sql(host_column: str) -> str:
+    """Last label of a host name ('' for a bare label)."""
+    return f"regexp_extract(rtrim(lower({host_column}), '.'), '\\.([^.]+)$', 1)"
+
+
+def avg_rank_sql(column: str, partition: str = "") -> str:
+    """Rank with ties averaged (what scipy's spearmanr uses), as a window expression."""
+    over_part = f"PARTITION BY {partition} " if partition else ""
+    part_and_value = f"{partition}, {column}" if partition else column
+    return (
+        f"(rank() OVER ({over_part}ORDER BY {column}) "
+        f"+ (count(*) OVER (PARTITION BY {part_and_value}) - 1) / 2.0)"
+    )
+
+
+def spearman_sql(source: str, x: str, y: str, group: str = "") -> str:
+    """SELECT [group,] n, rho: Pearson correlation of average ranks over rows where x and y are not NULL."""
+    group_select = f"{group}, " if group else ""
+    return f"""
+        WITH base AS (
+            SELECT {group_select}{x} AS x, {y} AS y FROM {source}
+            WHERE {x} IS NOT NULL AND {y} IS NOT NULL AND NOT isnan({x}::DOUBLE) AND NOT isnan({y}::DOUBLE)
+        ), ranked AS (
+            SELECT {group_select}{avg_rank_sql("x", group)} AS rx, {avg_rank_sql("y", group)} AS ry FROM base
+        )
+        SELECT {group_select}count(*) AS n, corr(rx, ry) AS rho FROM ranked
+        {"GROUP BY " + group if group else ""}
+    """
+
+
+def one_row(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...]:
+    """The single row of a query, fetched to the end (DuckDB refuses new work while a result is unread)."""
+    rows = con.execute(sql).fetchall()
+    if len(rows) != 1:
+        raise ValueError(f"expected one row, got {len(rows)}: {sql.strip()[:200]}")
+    return tuple(rows[0])

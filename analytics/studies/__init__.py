@@ -1,0 +1,1 @@
+"""One module per study; each `run(...)` writes parquet tables, PNG plots and a markdown section."""
