@@ -85,6 +85,13 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="RUN",
         help="continue a stopped or crashed run in RUN with its saved config.toml",
     )
+    p.add_argument(
+        "--classifier",
+        action="append",
+        metavar="NAME=PATH[:LABEL]",
+        help="add a quality scorer (fastText model file; repeatable); the first scorer decides curation",
+    )
+    p.add_argument("--cleaner", help="main-content extractor (default trafilatura_v1)")
     p.add_argument("--threshold", type=float, help="quality score a page needs to be kept (0.5)")
     p.add_argument("--workers", type=int, help="cleaning processes (default: one per core)")
     p.add_argument("--no-progress", action="store_true", help="no live progress display")
@@ -124,6 +131,10 @@ def resolve_crawl_config(args: argparse.Namespace) -> CrawlConfig:
     for value, section, name in overrides:
         if value is not None:
             setattr(section, name, value)
+    if args.classifier:
+        c.scorers = [*args.classifier, *c.scorers]
+    if args.cleaner:
+        c.cleaner = args.cleaner
     if args.allow_private:
         p.allow_private = True
     if args.same_host:

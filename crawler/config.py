@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 
 import tomli_w
 
+from cleaner.quality import ScorerSpec, ScorerSpecError, scorer_names
+from cleaner.registry import cleaner_names
 from crawler import __version__
 
 POLICY_NAMES = ("bfs", "uniform", "hc_depth", "sample_deepen", "adaptive", "oracle", "scrapy")
@@ -248,3 +250,14 @@ def validate(config: CrawlConfig, source: str = "config") -> None:
     for ok, message in checks:
         if not ok:
             raise ConfigError(f"{source}: {message}")
+    if c.cleaner not in cleaner_names():
+        raise ConfigError(f"{source}: unknown cleaner {c.cleaner!r}; known: {', '.join(cleaner_names())}")
+    for spec in c.scorers:
+        try:
+            parsed = ScorerSpec.parse(spec)
+        except ScorerSpecError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+        if parsed.path is None and parsed.name not in scorer_names():
+            raise ConfigError(f"{source}: unknown scorer {parsed.name!r}; known: {', '.join(scorer_names())}")
+        if parsed.path is not None and not Path(parsed.path).is_file():
+            raise ConfigError(f"{source}: classifier {parsed.name}: no model file at {parsed.path}")

@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from cleaner.quality import score_column
 from crawler.audit import PolitenessAudit, audit_politeness, read_request_log, yield_against_truth
 from crawler.config import CrawlConfig
 from crawler.run import RunResult, prepare_run_dir, render_report, run_crawl
@@ -56,7 +57,7 @@ def grade(
     }
     audit = audit_politeness(log, robots, delays, config.politeness.min_delay, config.politeness.user_agent)
     pages = pl.read_parquet(run_dir / "pages.parquet")
-    quality = yield_against_truth(pages, truth_pages, f"score_{config.cleaning.scorers[0]}")
+    quality = yield_against_truth(pages, truth_pages, score_column(config.cleaning.scorers[0]))
     hosts = pl.read_parquet(run_dir / "hosts.parquet").join(
         truth_hosts.select("host", pl.col("q").alias("true_density")), on="host", how="left"
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from cleaner.pipeline import process_page
+from cleaner.quality import score_column, scorer_column
 from crawler import __version__
 from crawler.sinks import PAGES_SPOOL, PageSpool, TextSink
 from crawler.warc_capture import WarcCaptureMiddleware
@@ -86,15 +87,15 @@ class CleanScoreStorePipeline:
         lease = item.pop("_lease", None)
         row = dict(item, cleaner=None, n_words=0, curated=False, title=None, language=None)
         for name in self.scorers:
-            row[f"score_{name}"] = None
+            row[score_column(name)] = None
         if html is not None:
             future = self.pool.submit(process_page, html, item["url"], self.cleaner, self.scorers)
             result = await asyncio.wrap_future(future)
             row.update(
                 cleaner=result.cleaner, n_words=result.n_words, title=result.title, language=result.language
             )
-            for name, value in result.scores.items():
-                row[f"score_{name}"] = value
+            for spec, value in result.scores.items():
+                row[score_column(spec)] = value
             if result.error:
                 row["error"] = result.error
                 self.stats.inc_value(f"page/{result.error}")
@@ -108,7 +109,7 @@ class CleanScoreStorePipeline:
         self.pages.write(row)
         self.stats.inc_value("page/recorded")
         if lease is not None:
-            score = row[f"score_{self.scorers[0]}"]
+            score = row[score_column(self.scorers[0])]
             self.crawler.signals.send_catch_log(signal=page_scored, lease=lease, score=score)
         return row
 
@@ -139,7 +140,7 @@ class CleanScoreStorePipeline:
             "phase": row["phase"],
             "cleaner": row["cleaner"],
             "n_words": row["n_words"],
-            "scores": {n: row[f"score_{n}"] for n in self.scorers},
+            "scores": {scorer_column(n): row[score_column(n)] for n in self.scorers},
             "threshold": self.threshold,
             "curated": row["curated"],
             "error": row["error"],

@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 from scrapy.crawler import CrawlerProcess
 
+from cleaner.quality import score_column
 from crawler.config import ConfigError, CrawlConfig, validate
 from crawler.politeness import Politeness, find_extension
 from crawler.report import write_report
@@ -130,5 +131,5 @@ def render_report(
 ) -> Path:
     pages = pl.read_parquet(run_dir / "pages.parquet")
     hosts = pl.read_parquet(run_dir / "hosts.parquet")
-    score = f"score_{config.cleaning.scorers[0]}"
+    score = score_column(config.cleaning.scorers[0])
     return write_report(run_dir, pages, hosts, stats, score, config.cleaning.threshold, extra_sections)

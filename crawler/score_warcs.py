@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from rich.console import Console
 
 from cleaner import decode_html, process_page
-from cleaner.quality import DEFAULT_LANGID, DEFAULT_SCORER, get_scorer, scorer_column
+from cleaner.quality import DEFAULT_LANGID, DEFAULT_SCORER, get_scorer, score_column, scorer_column
 from cleaner.quality.langid import describe_identifier, get_language_identifier
 from crawler import __version__
 from crawler.score_warcs_reader import HtmlPage, ScoreStats, WarcReader
@@ -63,7 +63,7 @@ def score_pages(
             "text_length": len(result.text),
         }
         for spec in scorers:
-            row[f"score_{scorer_column(spec)}"] = result.scores.get(spec, 0.0)
+            row[score_column(spec)] = result.scores.get(spec, 0.0)
         row["warc_file"], row["warc_offset"] = page.warc_file, page.offset
         rows.append(row)
     return rows, counts
@@ -117,7 +117,7 @@ def provenance(job: ScoreJob) -> dict[str, Any]:
 def run_score(job: ScoreJob, console: Console) -> ScoreStats:
     """Stream every WARC through the pool into the parquet file; returns the counters."""
     stats, started = ScoreStats(), time.monotonic()
-    columns = [f"score_{scorer_column(spec)}" for spec in job.scorers]
+    columns = [score_column(spec) for spec in job.scorers]
     schema = page_schema(columns, provenance(job))
     job.out.parent.mkdir(parents=True, exist_ok=True)
     buffer: list[dict[str, Any]] = []

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cleaner.quality import HIGH_QUALITY_THRESHOLD, scorer_column
+from cleaner.quality import HIGH_QUALITY_THRESHOLD, score_column, scorer_column
 from cleaner.quality.ensemble import add_ensemble_to_parquet
 
 SHOWN_BROKEN = 10  # broken records listed by offset; the rest are counted
@@ -91,7 +91,7 @@ def finish_outputs(
 ) -> dict[str, Any]:
     """Post-passes over the written table (ensemble column, host table); returns what they made."""
     extra: dict[str, Any] = {}
-    columns = [f"score_{scorer_column(spec)}" for spec in scorers]
+    columns = [score_column(spec) for spec in scorers]
     if ensemble:
         members = dict(zip(columns, scorers, strict=True))
         try:

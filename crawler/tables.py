@@ -6,6 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
+from cleaner.quality import score_column
 from crawler.sinks import PAGES_SPOOL
 from scheduler.export import host_states
 from scheduler.scrapy_scheduler import FRONTIER_FILE
@@ -35,7 +36,7 @@ def read_spool(run_dir: Path, scorers: list[str]) -> pl.DataFrame:
     """The spool as a typed frame; a half-written last line from a crash is skipped."""
     schema = dict(PAGE_SCHEMA)
     for name in scorers:
-        schema[f"score_{name}"] = pl.Float64
+        schema[score_column(name)] = pl.Float64
     path = run_dir / PAGES_SPOOL
     if not path.exists() or path.stat().st_size == 0:
         return pl.DataFrame(schema=schema)
@@ -48,7 +49,7 @@ def read_spool(run_dir: Path, scorers: list[str]) -> pl.DataFrame:
 
 def host_table(pages: pl.DataFrame, scorers: list[str], crawl_delays: dict[str, float]) -> pl.DataFrame:
     """Per host: what was fetched, what it was worth, and how politely."""
-    primary = f"score_{scorers[0]}"
+    primary = score_column(scorers[0])
     hosts = (
         pages.group_by("host")
         .agg(

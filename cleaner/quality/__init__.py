@@ -7,6 +7,7 @@ from cleaner.quality.registry import (
     ScorerSpec,
     ScorerSpecError,
     get_scorer,
+    score_column,
     scorer_column,
     scorer_names,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "get_language_identifier",
     "get_scorer",
     "primary_language",
+    "score_column",
     "scorer_column",
     "scorer_names",
 ]

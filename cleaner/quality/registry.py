@@ -82,6 +82,11 @@ def scorer_column(spec: str) -> str:
     return ScorerSpec.parse(spec).name
 
 
+def score_column(spec: str) -> str:
+    """The column of a spec's scores in every table (`dclm=/m/x.bin` -> `score_dclm`)."""
+    return f"score_{scorer_column(spec)}"
+
+
 def get_scorer(spec: str) -> QualityScorer:
     """Build the scorer a spec names; unknown names list the known ones."""
     parsed = ScorerSpec.parse(spec)
