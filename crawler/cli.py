@@ -172,6 +172,9 @@ def add_demo_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--hosts", type=int, default=DEMO_HOSTS, help=f"virtual hosts ({DEMO_HOSTS})")
     p.add_argument("--max-pages", type=int, default=DEMO_MAX_PAGES, help=f"page budget ({DEMO_MAX_PAGES})")
     p.add_argument("--seed", type=int, default=0, help="test web seed (0)")
+    p.add_argument(
+        "--policy", choices=POLICY_NAMES, default="adaptive", help="crawl order to demonstrate (adaptive)"
+    )
     p.add_argument("--no-progress", action="store_true", help="no live progress display")
     p.set_defaults(func=cmd_demo)
 
@@ -185,12 +188,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
         hosts=args.hosts,
         max_pages=args.max_pages,
         seed=args.seed,
+        policy=args.policy,
         progress=not args.no_progress,
     )
     run, audit, quality = result.run, result.audit, result.quality
     verdict = "[green]clean[/]" if audit.clean else "[red]VIOLATIONS[/]"
     Console(stderr=True).print(
-        f"[bold]demo done[/] in {run.stat('hostcrawl/wall_seconds'):.0f}s: "
+        f"[bold]demo done[/] ({run.stat('hostcrawl/policy', args.policy)}) in "
+        f"{run.stat('hostcrawl/wall_seconds'):.0f}s: "
         f"{run.stat('response_received_count')} responses from {audit.hosts} hosts, "
         f"{run.stat('hostcrawl/pages_per_second'):.1f} pages/s\n"
         f"  politeness audit (server side): {verdict} "

@@ -28,8 +28,13 @@ class DemoResult:
     quality: dict[str, Any]
 
 
-def demo_config(seeds: list[str], proxy: str, max_pages: int, min_delay: float) -> CrawlConfig:
+def demo_config(
+    seeds: list[str], proxy: str, max_pages: int, min_delay: float, policy: str, truth: Path
+) -> CrawlConfig:
     config = CrawlConfig(seeds=seeds)
+    config.policy.name = policy
+    config.policy.priors = str(truth)  # in-link percentiles stand in for web-graph centrality
+    config.policy.truth = str(truth) if policy == "oracle" else None
     config.politeness.allow_private = True  # the test web listens on loopback, on purpose
     config.politeness.min_delay = min_delay
     config.fetch.proxy = proxy
@@ -119,6 +124,7 @@ def run_demo(
     max_pages: int = DEMO_MAX_PAGES,
     seed: int = 0,
     min_delay: float = DEMO_MIN_DELAY,
+    policy: str = "adaptive",
     progress: bool = True,
 ) -> DemoResult:
     web_config = TestWebConfig(n_hosts=hosts, seed=seed)
@@ -126,7 +132,8 @@ def run_demo(
     web_dir = run_dir / WEB_SUBDIR
     web_dir.mkdir()
     with TestWebProcess(web_config, web_dir) as web:
-        config = demo_config(list(web.seed_urls), web.proxy_url, max_pages, min_delay)
+        truth = web_dir / "hosts.parquet"
+        config = demo_config(list(web.seed_urls), web.proxy_url, max_pages, min_delay, policy, truth)
         run = run_crawl(config, run_dir, progress=progress, ignore={WEB_SUBDIR})
     audit, quality = grade(run_dir, web_dir, web_config, config)
     (run_dir / "audit.json").write_text(

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from scheduler.frontier import SQLiteFrontier
 from scheduler.hosts import HostRecord, HostState, Phase, QueuedUrl
 from scheduler.policies import CrawlProgress, Policy
-from scheduler.urls import TrapGuard, canonical, fingerprint
+from scheduler.urls import TrapGuard, canonical, fingerprint, url_shape
 
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
 DIGITS = re.compile(r"\d+")
@@ -208,7 +208,9 @@ class HostFrontier:
                 continue
             if not record.can_fetch_more() or record.ready_at > self.clock():
                 continue
-            return self._lease(record)
+            lease = self._lease(record)
+            if lease is not None:
+                return lease
         return None
 
     def _pop_urgent(self) -> Lease | None:
@@ -228,12 +230,15 @@ class HostFrontier:
                 return self._lease(record, index=0)
         return None
 
-    def _lease(self, record: HostRecord, index: int | None = None) -> Lease:
+    def _lease(self, record: HostRecord, index: int | None = None) -> Lease | None:
         phase = self.policy.phase(record)
         if record.queue[0].discover:
             phase, index = Phase.DISCOVER, 0
         if index is None:
             index = self.policy.pick(record)
+        if index is None:  # only URLs of shapes that have been bad on this host are left
+            self._drop(record, "only_bad_urls_left")
+            return None
         item = record.queue[index]
         del record.queue[index]
         record.in_flight += 1
@@ -299,6 +304,8 @@ class HostFrontier:
                 high = value > self.limits.threshold
                 record.high += high
                 record.low += not high
+            counts = record.shapes.setdefault(url_shape(lease.url), [0, 0])
+            counts[0 if value > self.limits.threshold else 1] += 1
             if lease.phase is Phase.SAMPLE:
                 record.sample_scores.append(value)
                 record.sample_high += value > self.limits.threshold
@@ -306,13 +313,18 @@ class HostFrontier:
                     record.state = HostState.SCORED
                     self.count("host/sampled")
             reason = self.policy.observed(record)
-            if reason and record.state is not HostState.DROPPED:
-                record.state = HostState.DROPPED
-                record.drop_reason = reason
-                self.count(f"host/dropped/{reason}")
+            if reason:
+                self._drop(record, reason)
         self.store.done(lease.row_id)
         self._settle(record)
         self.commit()
+
+    def _drop(self, record: HostRecord, reason: str) -> None:
+        if record.state is not HostState.DROPPED:
+            record.state = HostState.DROPPED
+            record.drop_reason = reason
+            self.count(f"host/dropped/{reason}")
+            self.dirty.add(record.host)
 
     def _settle(self, record: HostRecord) -> None:
         if not record.queue and not record.in_flight and record.state is not HostState.DROPPED:

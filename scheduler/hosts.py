@@ -59,6 +59,7 @@ class HostRecord:
     tld: str = ""
     drop_reason: str | None = None
     version: int = 0  # bumped whenever its priority may have changed
+    shapes: dict[str, list[int]] = field(default_factory=dict)  # URL shape -> [high, low] pages seen
 
     def posterior(self) -> tuple[float, float]:
         return PRIOR_ALPHA + self.high, PRIOR_BETA + self.low
@@ -73,6 +74,11 @@ class HostRecord:
 
     def sample_density(self) -> float | None:
         return self.sample_high / len(self.sample_scores) if self.sample_scores else None
+
+    def shape_mean(self, shape: str) -> float:
+        """Laplace-smoothed share of high-quality pages among this host's pages of one URL shape."""
+        high, low = self.shapes.get(shape, (0, 0))
+        return (high + 1) / (high + low + 2)
 
     def can_fetch_more(self) -> bool:
         return bool(self.queue) and (not self.budget or self.fetched + self.in_flight < self.budget)

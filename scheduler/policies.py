@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from scheduler.hosts import HostRecord, HostState, Phase
+from scheduler.urls import url_shape
 
 Priority = tuple[float, ...]  # compared lexicographically, larger first
 
@@ -19,7 +22,7 @@ PRIOR_TIEBREAK = 1e-3  # centrality may order hosts of equal estimated quality, 
 class PolicyConfig:
     sample_pages: int = 3  # k pages sampled per host before it can be deepened
     explore_share: float = 0.2  # sample_deepen: share of the budget for discovering and sampling hosts
-    exploration_bonus: float = 1.0  # adaptive: weight of the posterior's standard deviation
+    exploration_bonus: float = 0.5  # adaptive: weight of the posterior's standard deviation
     deepen_min_density: float = 0.5  # sample_deepen: sampled density a host needs to be deepened
     drop_below: float = 0.15  # adaptive: stop deepening a host whose posterior mean falls below
     min_observations: int = 3  # adaptive: observations before a host may be dropped
@@ -36,6 +39,22 @@ class CrawlProgress:
 def size_bonus(host: HostRecord) -> float:
     """Hosts with more known URLs are worth sampling first: deepening them can pay off more."""
     return math.log1p(len(host.queue))
+
+
+SHAPE_WINDOW = 64  # queued URLs looked at when choosing a host's next page by its URL shape
+SAMPLE_WINDOW = 2000  # queued URLs looked at when choosing a host's sample
+BAD_SHAPE_MEAN = 0.2  # Laplace mean of a shape after 3 low pages and no high one: stop fetching it
+
+
+def best_shaped(host: HostRecord) -> int | None:
+    """Index of the queued URL whose shape has paid off best on this host (first one on ties);
+    None when every URL in view is of a shape that has been bad here (a junk section, a trap)."""
+    best, best_mean = None, BAD_SHAPE_MEAN
+    for index, item in enumerate(itertools.islice(host.queue, SHAPE_WINDOW)):
+        mean = host.shape_mean(url_shape(item.url))
+        if mean > best_mean:
+            best, best_mean = index, mean
+    return best
 
 
 def prior(host: HostRecord) -> float:
@@ -56,8 +75,8 @@ class Policy(ABC):
     def phase(self, host: HostRecord) -> Phase:
         return Phase.DISCOVER if host.fetched + host.in_flight == 0 else Phase.DEEPEN
 
-    def pick(self, host: HostRecord) -> int:
-        """Index in the host's queue of the URL to fetch next."""
+    def pick(self, host: HostRecord) -> int | None:
+        """Index in the host's queue of the URL to fetch next; None: nothing left worth fetching."""
         return 0
 
     def epoch(self, progress: CrawlProgress) -> int:
@@ -108,7 +127,7 @@ class CentralityDepth(Policy):
 class SampleThenDeepen(Policy):
     """Discover, sample k pages, rank by sampled density, deepen the best (the paper's policy)."""
 
-    key, name = "sample_deepen", "sample_deepen_v1"
+    key, name = "sample_deepen", "sample_deepen_v2"
 
     def __init__(self, config: PolicyConfig) -> None:
         super().__init__(config)
@@ -133,12 +152,17 @@ class SampleThenDeepen(Policy):
             return Phase.SAMPLE
         return Phase.DEEPEN
 
-    def pick(self, host: HostRecord) -> int:
+    def pick(self, host: HostRecord) -> int | None:
         if self.phase(host) is not Phase.SAMPLE:
-            return 0
-        # spread the sample over what is known instead of the first links of the home page
-        step = max(1, len(host.queue) // (self.config.sample_pages + 1))
-        return min(len(host.queue) - 1, step * (host.sample_handed + 1) - 1)
+            return best_shaped(host)  # deepen with the kind of page that has been good here
+        # sample the host's most common kind of page (what deepening would fetch), spread over the
+        # queue rather than the first links of the home page
+        window = list(itertools.islice(host.queue, SAMPLE_WINDOW))
+        shapes = [url_shape(item.url) for item in window]
+        common = Counter(shapes).most_common(1)[0][0]
+        candidates = [index for index, shape in enumerate(shapes) if shape == common]
+        step = max(1, len(candidates) // (self.config.sample_pages + 1))
+        return candidates[min(len(candidates) - 1, step * (host.sample_handed + 1) - 1)]
 
     def priority(self, host: HostRecord, progress: CrawlProgress) -> Priority | None:
         if host.state is HostState.DROPPED:
@@ -168,7 +192,7 @@ class AdaptiveIndex(SampleThenDeepen):
     """Beta posterior per host from every scored page; fetch the host with the best index
     (posterior mean + bonus x standard deviation), re-ranked after every page; drop hosts gone bad."""
 
-    key, name = "adaptive", "adaptive_v1"
+    key, name = "adaptive", "adaptive_v2"
 
     def epoch(self, progress: CrawlProgress) -> int:
         return 0
@@ -190,7 +214,10 @@ class AdaptiveIndex(SampleThenDeepen):
 class Oracle(Policy):
     """Knows every host's true quality density (the test web's ground truth): the upper bound."""
 
-    key, name = "oracle", "oracle_v1"
+    key, name = "oracle", "oracle_v2"
+
+    def pick(self, host: HostRecord) -> int | None:
+        return best_shaped(host)  # the same page choice as the learning policies: only hosts differ
 
     def priority(self, host: HostRecord, progress: CrawlProgress) -> Priority | None:
         return (self.config.truth.get(host.host, 0.0), size_bonus(host))

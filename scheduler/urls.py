@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
@@ -12,11 +13,24 @@ MAX_PATH_DEPTH = 12  # real sites rarely nest deeper; calendars and session path
 MAX_SEGMENT_REPEATS = 3  # /a/b/a/b/a/b... is a relative-link loop
 MAX_QUERY_PARAMS = 6  # faceted-search explosions add parameters without adding pages
 MAX_URL_LENGTH = 2048
+DIGIT_RUNS = re.compile(r"\d+")
+WORDS = re.compile(r"[^\W\d_]+")
+REPEATED_WORDS = re.compile(r"(?:a[-_+])+a")  # slugs of any length look alike
 
 
 def canonical(url: str) -> str:
     """One spelling per page: sorted query, no fragment, normalised percent-encoding."""
     return canonicalize_url(url, keep_fragments=False)
+
+
+def url_shape(url: str) -> str:
+    """What kind of page a URL is likely to be, from its form alone: `/guide/12.html` and
+    `/news/7.html` share `2:0.a`, a section index `/guide/` is `2:`, pagination `/guide/page/3` is `3:0`.
+    Within a host, shapes separate articles from listings well enough to learn which pay off."""
+    segments = urlsplit(url).path.split("/")[1:]
+    last = segments[-1] if segments else ""
+    masked = WORDS.sub("a", DIGIT_RUNS.sub("0", last.lower()))
+    return f"{len(segments)}:{REPEATED_WORDS.sub('a-a', masked)}" + ("?" if urlsplit(url).query else "")
 
 
 def fingerprint(url: str) -> int:

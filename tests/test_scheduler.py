@@ -200,3 +200,20 @@ def test_foreign_or_corrupt_frontier_files_give_a_clear_error(tmp_path: Path) ->
     db.close()
     with pytest.raises(FrontierError, match="not a hostcrawl frontier"):
         SQLiteFrontier(foreign)
+
+
+def test_deepening_learns_which_kind_of_url_pays_off_on_a_host(tmp_path: Path) -> None:
+    frontier, clock = make_frontier(tmp_path, "adaptive", budget=80)
+    frontier.add("http://a.example/", 0)
+    for i in range(100):  # listings and articles interleaved, as a home page links them
+        frontier.add(f"http://a.example/section{i}/", 1)
+        frontier.add(f"http://a.example/section{i}/{i}.html", 2)
+
+    def score(lease: Lease) -> float:
+        return 0.9 if lease.url.endswith(".html") else 0.1
+
+    leases = simulate(frontier, clock, score)
+    deepened = [lease for lease in leases if lease.phase is Phase.DEEPEN]
+    articles = sum(1 for lease in deepened if lease.url.endswith(".html"))
+    assert len(deepened) >= 60
+    assert articles / len(deepened) >= 0.9, f"only {articles}/{len(deepened)} deepen fetches were articles"
