@@ -43,6 +43,9 @@ def size_bonus(host: HostRecord) -> float:
 
 SHAPE_WINDOW = 64  # queued URLs looked at when choosing a host's next page by its URL shape
 SAMPLE_WINDOW = 2000  # queued URLs looked at when choosing a host's sample
+ASPIRATION_QUANTILE = 0.75  # adaptive: unexplored hosts compete with the upper quarter of known ones
+ASPIRATION_EVERY = 50  # observations between updates of the aspiration (each rebuilds the heap)
+ASPIRATION_MIN_HOSTS = 10
 BAD_SHAPE_MEAN = 0.2  # Laplace mean of a shape after 3 low pages and no high one: stop fetching it
 
 
@@ -190,24 +193,46 @@ class SampleThenDeepen(Policy):
 
 class AdaptiveIndex(SampleThenDeepen):
     """Beta posterior per host from every scored page; fetch the host with the best index
-    (posterior mean + bonus x standard deviation), re-ranked after every page; drop hosts gone bad."""
+    (posterior mean + bonus x standard deviation), re-ranked after every page; drop hosts gone bad.
 
-    key, name = "adaptive", "adaptive_v2"
+    A host not yet known well enough competes with an aspiration level: the density of the better
+    hosts found so far (a quantile of their posterior means). Deepening a middling host while better
+    ones are likely still undiscovered wastes budget; the aspiration keeps the search going.
+    """
+
+    key, name = "adaptive", "adaptive_v3"
+
+    def __init__(self, config: PolicyConfig) -> None:
+        super().__init__(config)
+        self.means: dict[str, float] = {}
+        self.aspiration = 0.0
+        self.changes = 0
+        self.updates = 0
 
     def epoch(self, progress: CrawlProgress) -> int:
-        return 0
+        if self.changes >= ASPIRATION_EVERY and len(self.means) >= ASPIRATION_MIN_HOSTS:
+            ranked = sorted(self.means.values())
+            self.aspiration = ranked[int(ASPIRATION_QUANTILE * (len(ranked) - 1))]
+            self.changes = 0
+            self.updates += 1
+        return self.updates
 
     def priority(self, host: HostRecord, progress: CrawlProgress) -> Priority | None:
         if host.state is HostState.DROPPED:
             return None
         index = host.density_mean() + self.config.exploration_bonus * host.density_sd()
+        if host.high + host.low < self.config.min_observations:
+            index = max(index, self.aspiration)
         discovered = 0.0 if host.fetched + host.in_flight == 0 else 1e-6
         return (index + prior(host) + discovered, size_bonus(host))
 
     def observed(self, host: HostRecord) -> str | None:
         observations = host.high + host.low
-        if observations >= self.config.min_observations and host.density_mean() < self.config.drop_below:
-            return "turned_bad"
+        if observations >= self.config.min_observations:
+            self.means[host.host] = host.density_mean()
+            self.changes += 1
+            if host.density_mean() < self.config.drop_below:
+                return "turned_bad"
         return None
 
 
