@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -13,11 +14,13 @@ MAX_PATH_DEPTH = 12  # real sites rarely nest deeper; calendars and session path
 MAX_SEGMENT_REPEATS = 3  # /a/b/a/b/a/b... is a relative-link loop
 MAX_QUERY_PARAMS = 6  # faceted-search explosions add parameters without adding pages
 MAX_URL_LENGTH = 2048
+CANONICAL_CACHE = 1 << 16  # navigation links repeat on every page of a host: most adds are repeats
 DIGIT_RUNS = re.compile(r"\d+")
 WORDS = re.compile(r"[^\W\d_]+")
 REPEATED_WORDS = re.compile(r"(?:a[-_+])+a")  # slugs of any length look alike
 
 
+@functools.lru_cache(maxsize=CANONICAL_CACHE)
 def canonical(url: str) -> str:
     """One spelling per page: sorted query, no fragment, normalised percent-encoding."""
     return canonicalize_url(url, keep_fragments=False)
