@@ -8,6 +8,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from cleaner.clean_cli import add_clean_commands
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -21,7 +23,7 @@ then score with it:  hostcrawl score --warc 'cc/*.warc.gz' --classifier mine=mod
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
-    """Add `classifier train` and `classifier info` to the hostcrawl command."""
+    """Add `classifier train|info` and `clean train|eval|gate` to the hostcrawl command."""
     parser = subparsers.add_parser(
         "classifier",
         help="train or inspect fastText quality classifiers",
@@ -53,6 +55,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     info.add_argument("--name", default="model", help="classifier name, to see a preset's rule (dclm, ...)")
     info.set_defaults(func=cmd_info)
     parser.set_defaults(func=lambda args: _usage(parser))
+    add_clean_commands(subparsers)
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:

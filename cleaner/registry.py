@@ -10,6 +10,10 @@ from cleaner.base import Cleaner
 # change that alters the text a cleaner produces.
 CLEANERS: dict[str, str] = {
     "trafilatura_v1": "cleaner.trafilatura_cleaner:TrafilaturaCleaner",
+    "resiliparse_v1": "cleaner.resiliparse_cleaner:ResiliparseCleaner",
+    "blocks_v1": "cleaner.blocks_model:BlocksCleaner",
+    "decoder_v1": "cleaner.decoder:DecoderCleaner",
+    "encoder_v1": "cleaner.encoder:EncoderCleaner",
 }
 
 

@@ -105,7 +105,7 @@ class CleanScoreStorePipeline:
                 self.stats.inc_value("page/curated" if row["curated"] else "page/below_threshold")
             if row["curated"]:
                 self.text.write(self._doc(item, result))
-            self._write_metadata(item, row)
+            self._write_metadata(item, row, result.text)
         self.pages.write(row)
         self.stats.inc_value("page/recorded")
         if lease is not None:
@@ -130,7 +130,7 @@ class CleanScoreStorePipeline:
             "hostcrawl": __version__,
         }
 
-    def _write_metadata(self, item: dict[str, Any], row: dict[str, Any]) -> None:
+    def _write_metadata(self, item: dict[str, Any], row: dict[str, Any], text: str | None) -> None:
         warc = self._warc()
         if warc is None or not item.get("warc_record_id"):
             return
@@ -145,4 +145,4 @@ class CleanScoreStorePipeline:
             "curated": row["curated"],
             "error": row["error"],
         }
-        warc.write_metadata(item["url"], item["warc_record_id"], data)
+        warc.write_metadata(item["url"], item["warc_record_id"], data, text)

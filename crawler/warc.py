@@ -197,18 +197,26 @@ class WarcWriter:
 
     def write_metadata(self, url: str, refers_to: str, data: dict) -> str:
         """Archive scores known only after cleaning, linked to the response they describe."""
-        self._ensure_open()
         body = json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8")
+        return self._write_derived("metadata", url, refers_to, "application/json", body)
+
+    def write_conversion(self, url: str, refers_to: str, text: str) -> str:
+        """The cleaned main text of a response, as Common Crawl's WET files carry it."""
+        body = text.encode("utf-8")
+        return self._write_derived("conversion", url, refers_to, "text/plain; charset=utf-8", body)
+
+    def _write_derived(self, rec_type: str, url: str, refers_to: str, content_type: str, body: bytes) -> str:
+        self._ensure_open()
         record_id = self._new_id()
         headers = self._warc_headers(
-            "metadata",
+            rec_type,
             _warc_date(self._clock()),
             record_id,
             urldefrag(url).url,
-            content_type="application/json",
+            content_type=content_type,
             refers_to=refers_to,
         )
-        self._write("metadata", headers, None, body)
+        self._write(rec_type, headers, None, body)
         self._after_write()
         return record_id
 

@@ -99,7 +99,10 @@ class WarcCaptureMiddleware:
         self.stats.inc_value("warc/records/response")
         return response
 
-    def write_metadata(self, url: str, response_id: str, data: dict[str, Any]) -> None:
+    def write_metadata(self, url: str, response_id: str, data: dict[str, Any], text: str | None) -> None:
+        if text:
+            self.writer.write_conversion(url, response_id, text)
+            self.stats.inc_value("warc/records/conversion")
         self.writer.write_metadata(url, response_id, data)
         self.stats.inc_value("warc/records/metadata")
 

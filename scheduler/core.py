@@ -288,6 +288,7 @@ class HostFrontier:
         lease.settled = True
         if lease.fetched:
             self.unobserved = max(0, self.unobserved - 1)
+            self.hosts[lease.host].settled += 1
         self.store.done(lease.row_id)
 
     def observe(self, lease: Lease, score: float | None) -> None:
@@ -298,6 +299,7 @@ class HostFrontier:
         record = self.hosts[lease.host]
         if lease.fetched:
             self.unobserved = max(0, self.unobserved - 1)
+            record.settled += 1
             value = 0.0 if score is None else score
             record.scores.append(value)
             if lease.phase is not Phase.DISCOVER:
@@ -388,12 +390,13 @@ class HostFrontier:
         return requeued
 
 
-PERSISTED = ("state", "fetched", "sample_handed", "scores", "sample_scores", "sample_high", "high", "low")
+PERSISTED = ("state", "sample_handed", "scores", "sample_scores", "sample_high", "high", "low")
 
 
 def host_state(record: HostRecord) -> dict[str, object]:
     data = {name: getattr(record, name) for name in PERSISTED}
     data["state"] = record.state.value
+    data["fetched"] = record.settled  # a fetch whose page was lost in a crash is fetched again
     data["drop_reason"] = record.drop_reason
     return data
 
@@ -403,4 +406,6 @@ def restore_host(record: HostRecord, data: dict[str, object]) -> None:
         if name in data:
             setattr(record, name, data[name])
     record.state = HostState(str(data.get("state", "new")))
+    record.fetched = record.settled = int(data.get("fetched", 0))  # type: ignore[call-overload]
+    record.sample_handed = len(record.sample_scores)  # samples lost in flight are drawn again
     record.drop_reason = data.get("drop_reason")  # type: ignore[assignment]

@@ -45,6 +45,7 @@ class HostRecord:
     state: HostState = HostState.NEW
     queue: deque[QueuedUrl] = field(default_factory=deque)
     fetched: int = 0
+    settled: int = 0  # fetches whose outcome is recorded: what a resumed crawl counts as spent
     in_flight: int = 0
     sample_handed: int = 0  # sample fetches handed out
     scores: list[float] = field(default_factory=list)  # scores of scored pages, in fetch order

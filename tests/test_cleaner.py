@@ -171,3 +171,27 @@ def test_wcxb_article_pages_reach_the_recorded_bag_of_words_f1(cleaner: Cleaner)
         scores.append(bag_of_words_f1(page.text if page else "", truth))
     mean_f1 = sum(scores) / len(scores)
     assert mean_f1 > MIN_WCXB_ARTICLE_F1, f"macro F1 {mean_f1:.3f} on {len(scores)} articles"
+
+
+@pytest.mark.parametrize("name", ["trafilatura_v1", "resiliparse_v1", "blocks_v1"])
+def test_every_registered_cleaner_keeps_the_article_and_survives_garbage(name: str) -> None:
+    cleaner = get_cleaner(name)
+    assert name in cleaner_names() and cleaner.name == name
+    page = cleaner.clean(PAGE, "https://valley.example/news/bridge")
+    assert page is not None and page.cleaner == name
+    assert "rebuilt its stone bridge this spring" in page.text
+    assert "All rights reserved" not in page.text
+    for html in GARBAGE:
+        result = cleaner.clean(html, "http://broken.example/")
+        assert result is None or isinstance(result, CleanedPage)
+
+
+def test_heuristic_labeller_marks_the_blocks_its_extractor_keeps() -> None:
+    from cleaner.heuristic_labeller import HeuristicLabeller
+    from cleaner.simplify import simplify
+
+    page = simplify(PAGE)
+    (labels,) = HeuristicLabeller("trafilatura_v1").label([page])
+    kept = {b.text for b, label in zip(page.blocks, labels, strict=True) if label >= 0.5}
+    assert any("stone bridge" in text for text in kept)
+    assert not any("Copyright" in text or "Weather" in text for text in kept)

@@ -144,6 +144,7 @@ def test_warc_files_read_back_and_hold_what_the_server_sent(crawl: Crawl) -> Non
     responses: dict[str, str] = {}
     concurrent: list[str] = []
     refers: list[str] = []
+    converted: list[str] = []
     compared = 0
     for path in files:
         with path.open("rb") as fh:
@@ -170,9 +171,13 @@ def test_warc_files_read_back_and_hold_what_the_server_sent(crawl: Crawl) -> Non
                 elif kind == "metadata":
                     refers.append(headers.get_header("WARC-Refers-To"))
                     json.loads(record.content_stream().read())
+                elif kind == "conversion":
+                    converted.append(headers.get_header("WARC-Refers-To"))
+                    assert record.content_stream().read().decode("utf-8").strip()
     assert compared >= 20
     assert set(concurrent) == set(responses)
     assert refers and set(refers) <= set(responses)
+    assert converted and set(converted) <= set(refers), "cleaned text goes in WET-like conversion records"
     robots = [u for u in responses.values() if u.endswith("/robots.txt")]
     assert len(robots) >= 40, "robots.txt fetches are archived too"
 

@@ -1,0 +1,182 @@
+"""Per-block feature vectors for `blocks_v1`: the block itself, its ancestors and its neighbours."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+
+import numpy as np
+
+from cleaner.simplify import HEADINGS, N_FLAGS, Block, SimplePage
+
+
+def _set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Class/id keyword groups; each is a feature counting matching tokens near the block.
+KEYWORD_GROUPS: dict[str, frozenset[str]] = {
+    "nav": _set("nav navbar navigation menu menus breadcrumb breadcrumbs topbar toolbar pagination pager "
+                     "skip dropdown submenu mega hamburger"),
+    "chrome": _set("footer header masthead copyright bottom top site logo brand legal"),
+    "side": _set("sidebar aside widget widgets related recommended popular trending more recent "
+                      "similar latest"),
+    "social": _set("share social sharing follow facebook twitter linkedin pinterest whatsapp"),
+    "promo": _set("ad ads advert advertisement sponsor sponsored promo banner cookie cookies consent "
+                       "gdpr newsletter subscribe signup modal popup cta"),
+    "comment": _set("comment comments reply replies respond discussion"),
+    "meta": _set("meta byline author date tags tag category categories posted published"),
+    "content": _set("content article post entry main body text story prose rich single page"),
+    "product": _set("product description detail details specs specification price review reviews "
+                         "summary info"),
+    "forum": _set("thread message messages topic forum postbody bbcode quote answer question"),
+    "hidden": _set("hidden hide sr only visually screen reader collapse collapsed"),
+}  # fmt: skip
+TAG_CODES = {
+    tag: i
+    for i, tag in enumerate(
+        str.split(
+            "p div li td th h1 h2 h3 h4 h5 h6 ul ol dl table pre blockquote section article span dd dt "
+            "figcaption button header footer nav aside main form body address caption summary"
+        ),
+        start=1,
+    )
+}
+STOPWORDS = _set(
+    "the a an and or of to in is are was were be for on with that this it as at by from have has not "
+    "you we they he she i our your their its but if so can will would"
+)
+WORD = re.compile(r"\w+")
+SENTENCE_END = (".", "!", "?", ":", "…", "”", '"', ")")
+WINDOWS = (1, 3, 8)
+# Character-class rates are estimated on a block's first characters; long blocks cost no more.
+CHAR_SAMPLE = 2_000
+N_TOKEN_STATS = 6
+
+BASE_NAMES = [
+    "log_words", "log_chars", "link_density", "log_links", "links_per_word", "period_rate", "comma_rate",
+    "digit_rate", "upper_rate", "mean_word_len", "ends_sentence", "n_lines", "stopword_rate",
+    "title_overlap", "tag_code", "heading_level", "atomic", "depth", "position", "words_before",
+    "log_page_words", "log_page_blocks", "dist_prev_heading", "after_h1", "dup_text",
+    *[f"flag_{i}" for i in range(N_FLAGS)],
+    *[f"kw_own_{g}" for g in KEYWORD_GROUPS], *[f"kw_anc_{g}" for g in KEYWORD_GROUPS],
+    *[f"tok_{s}" for s in ("own_mean", "own_max", "own_min", "anc_mean", "anc_max", "anc_min")],
+    *[f"cont{k}_{s}" for k in range(3) for s in ("log_words", "link_density", "log_blocks", "share")],
+]  # fmt: skip
+NEIGHBOUR_BASE = ("log_words", "link_density", "stopword_rate", "tag_code")
+
+
+def _token_stats(tokens: tuple[str, ...], scores: Mapping[str, float]) -> tuple[float, float, float]:
+    values = [scores[t] for t in tokens if t in scores]
+    if not values:
+        return (math.nan, math.nan, math.nan)
+    return (sum(values) / len(values), max(values), min(values))
+
+
+def _block_row(
+    block: Block, title_words: set[str], token_scores: Mapping[str, float], text_counts: dict[str, int]
+) -> list[float]:
+    text = block.text
+    n_chars = len(text)
+    words = WORD.findall(text.lower())
+    n = max(len(words), 1)
+    sample = text[:CHAR_SAMPLE]
+    letters = sum(map(str.isalpha, sample)) or 1
+    row = [
+        math.log1p(block.n_words),
+        math.log1p(n_chars),
+        block.n_link_words / max(block.n_words, 1),
+        math.log1p(block.n_links),
+        block.n_links / n,
+        text.count(".") / n,
+        text.count(",") / n,
+        sum(map(str.isdigit, sample)) / max(len(sample), 1),
+        sum(map(str.isupper, sample)) / letters,
+        sum(map(len, words)) / n,
+        float(text.rstrip().endswith(SENTENCE_END)),
+        float(text.count("\n") + 1),
+        sum(map(STOPWORDS.__contains__, words)) / n,
+        sum(map(title_words.__contains__, words)) / n if title_words else 0.0,
+        float(TAG_CODES.get(block.tag, 0)),
+        float(HEADINGS.get(block.tag, 0)),
+        float(block.atomic),
+        float(block.depth),
+    ]
+    row += [0.0] * 7  # position, words_before, page sizes, headings, dup: filled per page
+    row[24] = float(text_counts.get(text, 0) > 1)
+    flags = block.flags
+    row += [float((flags >> i) & 1) for i in range(N_FLAGS)]
+    own, anc = set(block.own_tokens), set(block.tokens)
+    row += [float(len(own & group)) for group in KEYWORD_GROUPS.values()]
+    row += [float(len(anc & group)) for group in KEYWORD_GROUPS.values()]
+    row += [*_token_stats(block.own_tokens, token_scores), *_token_stats(block.tokens, token_scores)]
+    return row
+
+
+def page_features(page: SimplePage, token_scores: Mapping[str, float]) -> np.ndarray:
+    """Feature matrix (blocks x features) of one simplified page."""
+    blocks = page.blocks
+    if not blocks:
+        return np.zeros((0, n_features()), dtype=np.float32)
+    title_words = set(WORD.findall(page.title.lower()))
+    text_counts: dict[str, int] = {}
+    for b in blocks:
+        text_counts[b.text] = text_counts.get(b.text, 0) + 1
+    base = np.array([_block_row(b, title_words, token_scores, text_counts) for b in blocks], dtype=np.float32)
+    n = len(blocks)
+    words = np.array([b.n_words for b in blocks], dtype=np.float64)
+    total = max(words.sum(), 1.0)
+    base[:, 18] = np.arange(n) / max(n - 1, 1)
+    base[:, 19] = (np.cumsum(words) - words) / total
+    base[:, 20] = math.log1p(total)
+    base[:, 21] = math.log1p(n)
+    heading = base[:, 15]
+    last, seen_h1 = -1_000, False
+    for i in range(n):
+        base[i, 22] = min(i - last, 50)
+        base[i, 23] = float(seen_h1)
+        if heading[i] > 0:
+            last = i
+            seen_h1 = seen_h1 or heading[i] == 1
+    cont = np.zeros((n, 12), dtype=np.float32)
+    cw, clw, cb = page.container_words, page.container_link_words, page.container_blocks
+    for i, b in enumerate(blocks):
+        for k, cid in enumerate(b.containers[:3]):
+            cont[i, 4 * k : 4 * k + 4] = (
+                math.log1p(cw[cid]),
+                clw[cid] / max(cw[cid], 1),
+                math.log1p(cb[cid]),
+                cw[cid] / total,
+            )
+    return np.hstack([base, cont, _neighbours(base)])
+
+
+def _neighbours(base: np.ndarray) -> np.ndarray:
+    """Previous/next block values and windowed means of a few base features."""
+    cols = [BASE_NAMES.index(name) for name in NEIGHBOUR_BASE]
+    values = base[:, cols]
+    n = len(base)
+    pad = np.full((1, len(cols)), np.nan, dtype=np.float32)
+    prev = np.vstack([pad, values[:-1]])
+    nxt = np.vstack([values[1:], pad])
+    out = [prev, nxt]
+    cumsum = np.vstack([np.zeros((1, 2)), np.cumsum(values[:, :2], axis=0)])
+    idx = np.arange(n)
+    for w in WINDOWS:
+        lo, hi = np.clip(idx - w, 0, n), np.clip(idx + w + 1, 0, n)
+        out.append(((cumsum[hi] - cumsum[lo]) / (hi - lo)[:, None]).astype(np.float32))
+    return np.hstack(out)
+
+
+def feature_names() -> list[str]:
+    """Column names, in the order `page_features` produces them."""
+    names = list(BASE_NAMES)
+    names += [f"{d}_{c}" for d in ("prev", "next") for c in NEIGHBOUR_BASE]
+    names += [f"win{w}_{c}" for w in WINDOWS for c in NEIGHBOUR_BASE[:2]]
+    return names
+
+
+def n_features() -> int:
+    """Width of the feature matrix."""
+    return len(feature_names())

@@ -1,0 +1,179 @@
+"""`blocks_v1`: gradient-boosted trees over block features, trained on WCXB dev, shipped in the package."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cleaner.blocks_features import feature_names, page_features
+from cleaner.labeller import BlockLabeller, LabellerCleaner
+from cleaner.simplify import SimplePage
+from cleaner.wcxb import words
+
+MODEL_DIR = Path(__file__).resolve().parent / "models"
+DEFAULT_MODEL = MODEL_DIR / "blocks_v1.json.gz"
+FORMAT = "hostcrawl-blocks/1"
+# A block is labelled main when this share of its words can be taken from the truth's remaining words.
+LABEL_MIN_SHARE = 0.7
+
+
+def block_labels(page: SimplePage, truth: str) -> np.ndarray:
+    """Align blocks with the truth text in reading order; duplicates of used words do not count twice."""
+    remaining = Counter(words(truth))
+    labels = np.zeros(len(page.blocks), dtype=np.int8)
+    for i, block in enumerate(page.blocks):
+        counts = Counter(words(block.text))
+        total = sum(counts.values())
+        if not total:
+            continue
+        if sum((counts & remaining).values()) >= LABEL_MIN_SHARE * total:
+            labels[i] = 1
+            remaining -= counts
+    return labels
+
+
+@dataclass(slots=True)
+class BlocksModel:
+    """Two boosted-tree passes (the second sees the first's predictions around each block)."""
+
+    boosters: list[Any]  # lightgbm.Booster per pass
+    token_scores: dict[str, float]
+    threshold: float
+    meta: dict[str, Any]
+
+    def predict(self, page: SimplePage) -> np.ndarray:
+        """P(main) for each block of one page."""
+        if not page.blocks:
+            return np.zeros(0, dtype=np.float32)
+        features = page_features(page, self.token_scores)
+        probs = self.boosters[0].predict(features, num_threads=1)
+        for booster in self.boosters[1:]:
+            probs = booster.predict(stack_features(page, features, probs), num_threads=1)
+        return np.asarray(probs, dtype=np.float32)
+
+    def save(self, path: Path) -> None:
+        """Deterministic gzip'd JSON: the same training data gives the same bytes."""
+        doc = {
+            "format": FORMAT,
+            "threshold": self.threshold,
+            "meta": self.meta,
+            "feature_names": feature_names(),
+            "token_scores": dict(sorted(self.token_scores.items())),
+            "boosters": [b.model_to_string() for b in self.boosters],
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        raw = json.dumps(doc, sort_keys=True).encode()
+        path.write_bytes(gzip.compress(raw, mtime=0))
+
+    @classmethod
+    def load(cls, path: Path) -> BlocksModel:
+        """Read a model file written by `save`; errors name the file."""
+        import lightgbm as lgb
+
+        try:
+            doc = json.loads(gzip.decompress(path.read_bytes()))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: not a blocks model file ({exc})") from exc
+        if doc.get("format") != FORMAT:
+            raise ValueError(f"{path}: format {doc.get('format')!r}, expected {FORMAT!r}")
+        if doc.get("feature_names") != feature_names():
+            raise ValueError(f"{path}: built for other features; rebuild it with `hostcrawl clean train`")
+        boosters = [lgb.Booster(model_str=s) for s in doc["boosters"]]
+        return cls(boosters, dict(doc["token_scores"]), float(doc["threshold"]), dict(doc["meta"]))
+
+
+def stack_features(page: SimplePage, features: np.ndarray, probs: np.ndarray) -> np.ndarray:
+    """First-pass features plus the first pass's predictions of the neighbours and containers."""
+    n = len(probs)
+    p = np.asarray(probs, dtype=np.float64)
+    w = np.array([b.n_words for b in page.blocks], dtype=np.float64)
+    cols = [p]
+    padded = np.concatenate([[np.nan] * 3, p, [np.nan] * 3])
+    for off in (-3, -2, -1, 1, 2, 3):
+        cols.append(padded[3 + off : 3 + off + n])
+    cum = np.concatenate([[0.0], np.cumsum(p * w)])
+    cumw = np.concatenate([[0.0], np.cumsum(w)])
+    idx = np.arange(n)
+    for win in (5, 15):
+        lo, hi = np.clip(idx - win, 0, n), np.clip(idx + win + 1, 0, n)
+        cols.append((cum[hi] - cum[lo]) / np.maximum(cumw[hi] - cumw[lo], 1.0))
+    # word-weighted mean prediction of the blocks sharing each of the nearest containers
+    for level in range(3):
+        sums: dict[int, float] = {}
+        weights: dict[int, float] = {}
+        keys = [b.containers[level] if len(b.containers) > level else -1 for b in page.blocks]
+        for key, pi, wi in zip(keys, p, w, strict=True):
+            sums[key] = sums.get(key, 0.0) + pi * wi
+            weights[key] = weights.get(key, 0.0) + wi
+        cols.append(np.array([sums[k] / max(weights[k], 1.0) for k in keys]))
+    page_mean = float((p * w).sum() / max(w.sum(), 1.0))
+    cols.append(np.full(n, page_mean))
+    order = np.argsort(np.argsort(-p))
+    cols.append(order / max(n - 1, 1))
+    return np.hstack([features, np.column_stack(cols).astype(np.float32)])
+
+
+class BlocksLabeller(BlockLabeller):
+    """CPU labeller backed by a `BlocksModel` file."""
+
+    name = "blocks_v1"
+
+    def __init__(self, model: BlocksModel) -> None:
+        self.model = model
+
+    def label(self, pages: Sequence[SimplePage]) -> list[np.ndarray]:
+        return [self.model.predict(page) for page in pages]
+
+
+class BlocksCleaner(LabellerCleaner):
+    """The default CPU cleaner: simplifier + `blocks_v1` trees."""
+
+    name = "blocks_v1"
+
+    def __init__(self, model_path: Path | None = None, model: BlocksModel | None = None) -> None:
+        self.model_path = model_path or DEFAULT_MODEL
+        self._labeller = BlocksLabeller(model) if model is not None else None
+
+    def labeller(self) -> BlocksLabeller:
+        if self._labeller is None:
+            if not self.model_path.is_file():
+                raise FileNotFoundError(
+                    f"{self.model_path}: blocks model missing; build it with `hostcrawl clean train`"
+                )
+            self._labeller = BlocksLabeller(BlocksModel.load(self.model_path))
+        return self._labeller
+
+    def keep_threshold(self) -> float:
+        return self.labeller().model.threshold
+
+
+def token_table(
+    examples: Sequence[tuple[SimplePage, np.ndarray, str]], min_domains: int = 3, prior: float = 20.0
+) -> dict[str, float]:
+    """Smoothed log-odds that a word under a class/id token is main content, tokens seen on many sites."""
+    main: Counter[str] = Counter()
+    total: Counter[str] = Counter()
+    domains: dict[str, set[str]] = {}
+    for page, labels, domain in examples:
+        for block, label in zip(page.blocks, labels, strict=True):
+            for token in set(block.tokens):
+                total[token] += block.n_words
+                main[token] += block.n_words * int(label)
+                domains.setdefault(token, set()).add(domain)
+    all_main = sum(int(lab) * b.n_words for p, ls, _ in examples for b, lab in zip(p.blocks, ls, strict=True))
+    all_words = max(sum(b.n_words for p, _, _ in examples for b in p.blocks), 1)
+    base = (all_main + 1) / (all_words + 2)
+    scores: dict[str, float] = {}
+    for token, n in total.items():
+        if len(domains[token]) < min_domains:
+            continue
+        rate = (main[token] + prior * base) / (n + prior)
+        scores[token] = round(float(np.log(rate / (1 - rate))), 4)
+    return scores

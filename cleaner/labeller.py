@@ -1,0 +1,74 @@
+"""One labeller interface (simplified pages -> main-content probability per block) and its cleaner."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from cleaner.base import CleanedPage, Cleaner
+from cleaner.render import render_markdown, render_text
+from cleaner.simplify import SimplePage, simplify
+
+# A block is kept when its main-content probability reaches this.
+KEEP_THRESHOLD = 0.5
+# ... or this share of the page's best probability, so an unsure model still keeps its best blocks.
+RELATIVE_KEEP = 0.5
+
+
+def keep_mask(probs: np.ndarray, threshold: float) -> list[bool]:
+    """Blocks to keep: above the threshold, or near the page's best when nothing clears it."""
+    if len(probs) == 0:
+        return []
+    cut = min(threshold, RELATIVE_KEEP * float(np.max(probs)))
+    return [bool(p >= cut) for p in probs]
+
+
+class BlockLabeller(ABC):
+    """Labels every block of a batch of pages; batching lets GPU labellers fill their chunks."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def label(self, pages: Sequence[SimplePage]) -> list[np.ndarray]:
+        """One float array per page, P(main content) for each of its blocks, in block order."""
+
+
+class LabellerCleaner(Cleaner):
+    """simplify -> label -> render; subclasses only say which labeller they use."""
+
+    @abstractmethod
+    def labeller(self) -> BlockLabeller:
+        """The labeller, built once per cleaner instance."""
+
+    def keep_threshold(self) -> float:
+        """P(main) at which a block is kept."""
+        return KEEP_THRESHOLD
+
+    def extract(self, html: str, url: str | None = None) -> CleanedPage | None:
+        """One page through `clean_batch`'s path."""
+        return self.extract_batch([html])[0]
+
+    def extract_batch(self, htmls: Sequence[str]) -> list[CleanedPage | None]:
+        """Clean a batch of pages with one labeller call; pages without text come back None."""
+        pages = [simplify(h) for h in htmls]
+        with_blocks = [p for p in pages if p.blocks]
+        probs = iter(self.labeller().label(with_blocks) if with_blocks else [])
+        out: list[CleanedPage | None] = []
+        for page in pages:
+            out.append(self.render(page, next(probs)) if page.blocks else None)
+        return out
+
+    def render(self, page: SimplePage, probs: np.ndarray) -> CleanedPage | None:
+        """Kept blocks as text and Markdown; None when no block is kept."""
+        keep = keep_mask(probs, self.keep_threshold())
+        if not any(keep):
+            return None
+        text = render_text(page, keep)
+        if not text.strip():
+            return None
+        return CleanedPage(
+            text=text, markdown=render_markdown(page, keep), title=page.title or None, cleaner=self.name
+        )
