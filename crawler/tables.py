@@ -53,9 +53,10 @@ def host_table(pages: pl.DataFrame, scorers: list[str], crawl_delays: dict[str, 
     hosts = (
         pages.group_by("host")
         .agg(
-            fetched=pl.len(),
+            fetched=pl.col("status").is_not_null().sum(),
+            not_fetched=pl.col("status").is_null().sum(),  # robots.txt, private address, network error
             ok=(pl.col("status") == 200).sum(),
-            errors=pl.col("status").is_null().sum() + (pl.col("status") >= 400).sum(),
+            errors=(pl.col("status") >= 400).sum(),
             html_pages=pl.col(primary).is_not_null().sum(),
             curated=pl.col("curated").sum(),
             mean_score=pl.col(primary).mean(),
