@@ -10,6 +10,9 @@ from typing import Any
 import polars as pl
 from protego import Protego
 
+from crawler.testweb import SiteModel
+from crawler.testweb.server import REQUESTS_FILE
+
 TIMER_SLACK_S = 0.05  # loopback connect and timer granularity; anything beyond is a real violation
 EXAMPLES_KEPT = 5
 
@@ -103,6 +106,19 @@ def _check_pair(
 def _example(audit: PolitenessAudit, text: str) -> None:
     if len(audit.examples) < EXAMPLES_KEPT:
         audit.examples.append(text)
+
+
+def audit_test_web(
+    web_dir: Path, model: SiteModel, min_delay: float, user_agent: str, only_agent: str | None = None
+) -> tuple[pl.DataFrame, PolitenessAudit]:
+    """The politeness audit of a crawl of the local test web: its request log (optionally only the
+    requests whose User-Agent contains `only_agent`), robots.txt as served, and its Crawl-delays."""
+    log = read_request_log(web_dir / REQUESTS_FILE, only_agent)
+    hosts = log["host"].unique().to_list() if log.height else []
+    robots = {h: model.render(h, "/robots.txt").body.decode("utf-8", "replace") for h in hosts}
+    truth = pl.read_parquet(web_dir / "hosts.parquet", columns=["host", "crawl_delay"])
+    delays = dict(truth.drop_nulls().iter_rows())
+    return log, audit_politeness(log, robots, delays, min_delay, user_agent)
 
 
 def yield_against_truth(pages: pl.DataFrame, truth_pages: pl.DataFrame, score: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from cleaner.quality import score_column
-from crawler.audit import PolitenessAudit, audit_politeness, read_request_log, yield_against_truth
+from crawler.audit import PolitenessAudit, audit_test_web, yield_against_truth
 from crawler.config import CrawlConfig
 from crawler.run import RunResult, prepare_run_dir, render_report, run_crawl
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
@@ -50,17 +50,9 @@ def grade(
     model = SiteModel(web_config)
     truth_hosts = pl.read_parquet(web_dir / "hosts.parquet")
     truth_pages = pl.read_parquet(web_dir / "pages.parquet")
-    token = config.politeness.user_agent.split("/")[0]
-    log = read_request_log(web_dir / "requests.jsonl", token)
-    robots = {
-        host: model.render(host, "/robots.txt").body.decode("utf-8", "replace")
-        for host in log["host"].unique().to_list()
-    }
-    delays = {
-        row["host"]: row["crawl_delay"]
-        for row in truth_hosts.select("host", "crawl_delay").drop_nulls().iter_rows(named=True)
-    }
-    audit = audit_politeness(log, robots, delays, config.politeness.min_delay, config.politeness.user_agent)
+    politeness = config.politeness
+    token = politeness.user_agent.split("/")[0]
+    _, audit = audit_test_web(web_dir, model, politeness.min_delay, politeness.user_agent, token)
     pages = pl.read_parquet(run_dir / "pages.parquet")
     quality = yield_against_truth(pages, truth_pages, score_column(config.cleaning.scorers[0]))
     hosts = pl.read_parquet(run_dir / "hosts.parquet").join(

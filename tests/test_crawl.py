@@ -16,7 +16,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.checker import Checker
 
-from crawler.audit import audit_politeness, read_request_log
+from crawler.audit import audit_test_web, read_request_log
 from crawler.sinks import read_text_shards
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 
@@ -104,14 +104,9 @@ def test_crawl_finishes_and_writes_the_run_directory(crawl: Crawl) -> None:
 def test_server_log_shows_a_polite_crawl(crawl: Crawl) -> None:
     model = SiteModel(crawl.web_config)
     truth = pl.read_parquet(crawl.web_dir / "hosts.parquet")
-    log = read_request_log(crawl.web_dir / "requests.jsonl", USER_AGENT)
+    log, audit = audit_test_web(crawl.web_dir, model, MIN_DELAY, USER_AGENT, USER_AGENT)
     assert log.height >= 300
-    robots = {
-        h: model.render(h, "/robots.txt").body.decode("utf-8", "replace")
-        for h in log["host"].unique().to_list()
-    }
     delays = dict(truth.select("host", "crawl_delay").drop_nulls().iter_rows())
-    audit = audit_politeness(log, robots, delays, MIN_DELAY, USER_AGENT)
     assert audit.overlapping == 0, audit.examples
     assert audit.too_fast == 0, audit.examples
     assert audit.disallowed == 0, audit.examples

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from crawler.audit import audit_politeness, read_request_log
+from crawler.audit import audit_test_web
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 
 pytestmark = pytest.mark.slow
@@ -77,10 +77,6 @@ def test_policy_crawls_within_budget_and_stays_polite(
     pages = pl.read_parquet(run / "pages.parquet")
     assert set(pages["policy"].drop_nulls().to_list()) == {stats["hostcrawl/policy"]}
 
-    model = SiteModel(WEB)
-    log = read_request_log(web.out_dir / "requests.jsonl", ua)
+    log, audit = audit_test_web(web.out_dir, SiteModel(WEB), MIN_DELAY, ua, ua)
     assert log.height >= BUDGET
-    robots = {h: model.render(h, "/robots.txt").body.decode("utf-8", "replace") for h in log["host"].unique()}
-    delays = dict(pl.read_parquet(truth).select("host", "crawl_delay").drop_nulls().iter_rows())
-    audit = audit_politeness(log, robots, delays, MIN_DELAY, ua)
     assert audit.clean, audit.as_dict()

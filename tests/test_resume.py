@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from warcio.checker import Checker
 
-from crawler.audit import audit_politeness, read_request_log
+from crawler.audit import audit_test_web
 from crawler.sinks import read_text_shards
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 from scheduler.urls import TrapGuard, canonical, fingerprint
@@ -101,11 +101,7 @@ def test_crawl_killed_three_times_resumes_without_losing_anything(tmp_path: Path
 
     # the budget holds across the restarts and politeness held in every segment
     assert fetched.height >= BUDGET * 0.9
-    truth = pl.read_parquet(web_dir / "hosts.parquet")
-    log = read_request_log(web_dir / "requests.jsonl")
-    robots = {h: model.render(h, "/robots.txt").body.decode("utf-8", "replace") for h in log["host"].unique()}
-    delays = dict(truth.select("host", "crawl_delay").drop_nulls().iter_rows())
-    audit = audit_politeness(log, robots, delays, 0.05, "hostcrawl")
+    _, audit = audit_test_web(web_dir, model, 0.05, "hostcrawl")
     assert audit.overlapping == 0 and audit.too_fast == 0 and audit.disallowed == 0, audit.examples
 
 
