@@ -50,6 +50,7 @@ class CleanScoreStorePipeline:
         self.pool: ProcessPoolExecutor | None = None
         self.text: TextSink | None = None
         self.pages: PageSpool | None = None
+        self.warc: WarcCaptureMiddleware | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -63,6 +64,7 @@ class CleanScoreStorePipeline:
         )
         self.text = TextSink(self.run_dir / "text", self.docs_per_file)
         self.pages = PageSpool(self.run_dir / PAGES_SPOOL)
+        self.warc = self.crawler.get_downloader_middleware(WarcCaptureMiddleware)
 
     def close_spider(self, spider: Any = None) -> None:
         if self.pool is not None:
@@ -71,15 +73,6 @@ class CleanScoreStorePipeline:
             self.text.close()
         if self.pages is not None:
             self.pages.close()
-
-    def _warc(self) -> WarcCaptureMiddleware | None:
-        engine = self.crawler.engine
-        if engine is None:
-            return None
-        for mw in engine.downloader.middleware.middlewares:
-            if isinstance(mw, WarcCaptureMiddleware):
-                return mw
-        return None
 
     async def process_item(self, item: dict[str, Any], spider: Any = None) -> dict[str, Any]:
         assert self.pool is not None and self.text is not None and self.pages is not None
@@ -131,7 +124,7 @@ class CleanScoreStorePipeline:
         }
 
     def _write_metadata(self, item: dict[str, Any], row: dict[str, Any], text: str | None) -> None:
-        warc = self._warc()
+        warc = self.warc
         if warc is None or not item.get("warc_record_id"):
             return
         data = {

@@ -8,7 +8,7 @@ import itertools
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
 from scrapy import Request, signals
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 BACKOFF_STATUSES = frozenset({429, 503})
 DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
@@ -155,20 +154,16 @@ class PoliteDownloadHandler(HTTP11DownloadHandler):
         super().__init__(crawler)
         # Twisted silently resends a GET whose pooled connection died; that skips the host's delay
         self._pool.retryAutomatically = False
+        self.politeness = crawler.get_extension(Politeness)
 
     async def download_request(self, request: Request) -> Response:
-        politeness = find_extension(self._crawler, Politeness)
         response: Response | None = None
         try:
             response = await super().download_request(request)
             return response
         finally:
-            if politeness is not None:
-                politeness.fetch_ended(request, response)
-
-
-def find_extension(crawler: Crawler, cls: type[T]) -> T | None:
-    return next((e for e in crawler.extensions.middlewares if isinstance(e, cls)), None)
+            if self.politeness is not None:
+                self.politeness.fetch_ended(request, response)
 
 
 class RobotsPolicy(RobotsTxtMiddleware):
@@ -214,15 +209,15 @@ class CrawlDelayGate:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
+        self.politeness = crawler.get_extension(Politeness)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
     def process_request(self, request: Request, spider: Any = None) -> None:
-        politeness = find_extension(self.crawler, Politeness)
         host = urlparse_cached(request).hostname or ""
-        if politeness is not None and politeness.is_too_slow(host):
+        if self.politeness is not None and self.politeness.is_too_slow(host):
             self.crawler.stats.inc_value("fetch/skipped/crawl_delay_too_long")
             raise IgnoreRequest(f"{host} asks for a Crawl-delay above the configured maximum")
 

@@ -15,7 +15,7 @@ from scrapy.crawler import CrawlerProcess
 
 from cleaner.quality import score_column
 from crawler.config import ConfigError, CrawlConfig, validate
-from crawler.politeness import Politeness, find_extension
+from crawler.politeness import Politeness
 from crawler.report import write_report
 from crawler.settings import build_settings
 from crawler.sinks import PAGES_SPOOL, repair_text_shards, truncate_partial_line
@@ -93,7 +93,7 @@ def run_crawl(
     finally:
         wall = time.monotonic() - started
         stats = {k: _jsonable(v) for k, v in crawler.stats.get_stats().items()}
-        politeness = find_extension(crawler, Politeness)
+        politeness = crawler.get_extension(Politeness)
         delays = {h: s.delay for h, s in politeness.hosts.items()} if politeness else {}
         finish_run(run_dir, config, stats, delays, wall)
     return RunResult(run_dir, stats, delays)
