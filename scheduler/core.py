@@ -106,7 +106,8 @@ class HostFrontier:
         continues: the URL goes to the front of its host's queue and keeps the lease's place in line.
         """
         url = canonical(url)
-        host_name = (urlsplit(url).hostname or "").lower()
+        parts = urlsplit(url)
+        host_name = (parts.hostname or "").lower()
         if not host_name:
             return "no_host"
         if not force:
@@ -121,7 +122,7 @@ class HostFrontier:
             return "host_blocked"
         if len(record.queue) >= self.limits.per_host_queue:
             return "host_queue_full"
-        shape = DIGITS.sub("N", urlsplit(url).path)
+        shape = DIGITS.sub("N", parts.path)
         shapes = self.patterns.setdefault(host_name, Counter())
         shapes[shape] += 1
         if shapes[shape] > PATTERN_CAP and not force:
