@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+from hostcrawl_cli import hostcrawl
 
 from crawler.config import ConfigError, CrawlConfig, load_config, load_seeds
-
-
-def hostcrawl(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "crawler.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_seed_file_with_bad_url_names_the_line_and_writes_nothing(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import sys
 from base64 import b32encode
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hostcrawl_cli import hostcrawl
 from warcio.archiveiterator import ArchiveIterator
 from warcio.checker import Checker
 
@@ -48,15 +48,6 @@ class Crawl:
     stats: dict[str, object]
 
 
-def run_cli(*args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "crawler.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 @pytest.fixture(scope="module")
 def crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crawl]:
     base = tmp_path_factory.mktemp("crawl")
@@ -67,7 +58,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crawl]:
     with TestWebProcess(web_config, web_dir) as web:
         seeds = base / "seeds.txt"
         seeds.write_text("\n".join(web.seed_urls) + "\n")
-        process = run_cli(
+        process = hostcrawl(
             "crawl",
             "--seeds", str(seeds),
             "--out", str(run_dir),
@@ -206,7 +197,7 @@ def test_private_targets_are_refused_without_the_flag(tmp_path: Path) -> None:
     web_dir.mkdir()
     with TestWebProcess(config, web_dir) as web:
         target = f"http://127.0.0.1:{web.port}/"
-        result = run_cli("crawl", target, "--out", str(tmp_path / "run"), "--no-progress")
+        result = hostcrawl("crawl", target, "--out", str(tmp_path / "run"), "--no-progress")
     assert result.returncode == 1
     stats = json.loads((tmp_path / "run" / "stats.json").read_text())
     assert stats.get("fetch/refused/loopback", 0) >= 1

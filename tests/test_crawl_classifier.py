@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
+from hostcrawl_cli import hostcrawl
 from warcio.archiveiterator import ArchiveIterator
 
 from cleaner.quality.train import TrainConfig, train_classifier
@@ -41,30 +40,23 @@ def test_crawl_scores_with_a_user_classifier_and_curates_by_it(tmp_path: Path) -
     web_dir.mkdir()
     run = tmp_path / "run"
     with TestWebProcess(WEB, web_dir) as web:
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "crawler.cli",
-                "crawl",
-                *web.seed_urls,
-                "--out",
-                str(run),
-                "--proxy",
-                web.proxy_url,
-                "--allow-private",
-                "--min-delay",
-                "0.05",
-                "--max-pages",
-                "80",
-                "--classifier",
-                f"dclm={model_path}",
-                "--no-progress",
-                "--timeout",
-                "4",
-            ],
-            capture_output=True,
-            text=True,
+        result = hostcrawl(
+            "crawl",
+            *web.seed_urls,
+            "--out",
+            str(run),
+            "--proxy",
+            web.proxy_url,
+            "--allow-private",
+            "--min-delay",
+            "0.05",
+            "--max-pages",
+            "80",
+            "--classifier",
+            f"dclm={model_path}",
+            "--no-progress",
+            "--timeout",
+            "4",
             timeout=300,
         )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -85,20 +77,13 @@ def test_crawl_scores_with_a_user_classifier_and_curates_by_it(tmp_path: Path) -
 
 def test_missing_classifier_file_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "crawler.cli",
-            "crawl",
-            "http://a.example/",
-            "--out",
-            str(run),
-            "--classifier",
-            f"dclm={tmp_path / 'nope.bin'}",
-        ],
-        capture_output=True,
-        text=True,
+    result = hostcrawl(
+        "crawl",
+        "http://a.example/",
+        "--out",
+        str(run),
+        "--classifier",
+        f"dclm={tmp_path / 'nope.bin'}",
         timeout=60,
     )
     assert result.returncode == 2

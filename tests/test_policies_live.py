@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
 import pytest
+from hostcrawl_cli import hostcrawl
 
 from crawler.audit import audit_test_web
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
@@ -37,37 +36,30 @@ def test_policy_crawls_within_budget_and_stays_polite(
     truth = str(web.out_dir / "hosts.parquet")
     ua = f"polite-{policy}/1.0"
     run = tmp_path / "run"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "crawler.cli",
-            "crawl",
-            "--seeds",
-            str(seeds),
-            "--out",
-            str(run),
-            "--proxy",
-            web.proxy_url,
-            "--allow-private",
-            "--min-delay",
-            str(MIN_DELAY),
-            "--max-pages",
-            str(BUDGET),
-            "--policy",
-            policy,
-            "--priors",
-            truth,
-            "--truth",
-            truth,
-            "--user-agent",
-            ua,
-            "--no-progress",
-            "--timeout",
-            "4",
-        ],
-        capture_output=True,
-        text=True,
+    result = hostcrawl(
+        "crawl",
+        "--seeds",
+        str(seeds),
+        "--out",
+        str(run),
+        "--proxy",
+        web.proxy_url,
+        "--allow-private",
+        "--min-delay",
+        str(MIN_DELAY),
+        "--max-pages",
+        str(BUDGET),
+        "--policy",
+        policy,
+        "--priors",
+        truth,
+        "--truth",
+        truth,
+        "--user-agent",
+        ua,
+        "--no-progress",
+        "--timeout",
+        "4",
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]

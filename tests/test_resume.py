@@ -8,12 +8,12 @@ import re
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import polars as pl
 import pytest
+from hostcrawl_cli import HOSTCRAWL
 from warcio.checker import Checker
 
 from crawler.audit import audit_test_web
@@ -30,7 +30,7 @@ HREF = re.compile(rb'href="([^"]+)"')
 
 
 def crawl_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "crawler.cli", "crawl", "--no-progress", *args]
+    return [*HOSTCRAWL, "crawl", "--no-progress", *args]
 
 
 def run_and_kill(command: list[str], after: float) -> None:
