@@ -10,7 +10,7 @@ import numpy as np
 
 from cleaner.base import CleanedPage, Cleaner
 from cleaner.render import render_markdown, render_text
-from cleaner.simplify import SimplePage, simplify
+from cleaner.simplify import SimplePage
 
 # A block is kept when its main-content probability reaches this.
 KEEP_THRESHOLD = 0.5
@@ -52,14 +52,13 @@ class LabellerCleaner(Cleaner):
         return self.extract_batch([html])[0]
 
     def extract_batch(self, htmls: Sequence[str]) -> list[CleanedPage | None]:
-        """Clean a batch of pages with one labeller call; pages without text come back None."""
-        pages = [simplify(h) for h in htmls]
-        with_blocks = [p for p in pages if p.blocks]
-        probs = iter(self.labeller().label(with_blocks) if with_blocks else [])
-        out: list[CleanedPage | None] = []
-        for page in pages:
-            out.append(self.render(page, next(probs)) if page.blocks else None)
-        return out
+        """Clean a batch of pages with one labeller call; pages without text come back None.
+
+        The crawl's path (`cleaner.pipeline.extract_batch`), which also says why a page is empty."""
+        from cleaner.pipeline import extract_batch  # the pipeline dispatches on this class
+
+        self.labeller()  # a missing or broken model is the caller's error to see, not an empty page
+        return [one.page for one in extract_batch(self, htmls, [""] * len(htmls))]
 
     def render(self, page: SimplePage, probs: np.ndarray) -> CleanedPage | None:
         """Kept blocks as text and Markdown; None when no block is kept."""

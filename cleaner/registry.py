@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import importlib
 
-from cleaner.base import Cleaner
+from cleaner.base import CleanedPage, Cleaner
+
+# Cleaning switched off: pages are fetched and stored, no text is extracted (the crawl's baseline).
+NO_CLEANER = "none"
 
 # name -> "module:Class"; the name is written into every output record, so bump it on any
 # change that alters the text a cleaner produces.
@@ -14,7 +17,17 @@ CLEANERS: dict[str, str] = {
     "blocks_v1": "cleaner.blocks_model:BlocksCleaner",
     "decoder_v1": "cleaner.decoder:DecoderCleaner",
     "encoder_v1": "cleaner.encoder:EncoderCleaner",
+    NO_CLEANER: "cleaner.registry:NoCleaner",
 }
+
+
+class NoCleaner(Cleaner):
+    """Extracts nothing, so a crawl can be measured without the cost of cleaning."""
+
+    name = NO_CLEANER
+
+    def extract(self, html: str, url: str | None = None) -> CleanedPage | None:
+        return None
 
 
 def cleaner_names() -> tuple[str, ...]:

@@ -90,7 +90,7 @@ def _table(rows: list[tuple[str, Any]]) -> str:
 
 
 def _status_table(stats: dict[str, Any]) -> str:
-    wanted = ("fetch/", "page/", "politeness/", "robotstxt/", "retry/reason_count/", "warc/")
+    wanted = ("fetch/", "page/", "clean/", "politeness/", "robotstxt/", "retry/reason_count/", "warc/")
     rows = sorted((k, v) for k, v in stats.items() if k.startswith(wanted))
     return _table(rows) if rows else "(none)"
 
