@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 CONFIDENCE = 0.95
 
@@ -41,6 +40,8 @@ def icc1_from_sums(
     f_value = msb / msw if msw > 0 else float("inf")
     alpha = 1 - CONFIDENCE
     if math.isfinite(f_value):
+        from scipy import stats as sps  # 1 s to import: only where an interval is asked for
+
         f_low = f_value / sps.f.ppf(1 - alpha / 2, df_b, df_w)
         f_high = f_value * sps.f.ppf(1 - alpha / 2, df_w, df_b)
         low, high = (f_low - 1) / (f_low + k0 - 1), (f_high - 1) / (f_high + k0 - 1)
@@ -75,6 +76,8 @@ def spearman_ci(rho: float, n: int) -> tuple[float, float]:
     if n <= 3 or not math.isfinite(rho) or abs(rho) >= 1:
         return (float("nan"), float("nan"))
     z = math.atanh(rho)
+    from scipy import stats as sps
+
     half = sps.norm.ppf(0.5 + CONFIDENCE / 2) * math.sqrt((1 + rho * rho / 2) / (n - 3))
     return (math.tanh(z - half), math.tanh(z + half))
 

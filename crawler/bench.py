@@ -8,15 +8,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
+if TYPE_CHECKING:
+    import polars as pl
 
-from crawler.report import plot_yield_curves
-from crawler.testweb import TestWebConfig, TestWebProcess
+    from crawler.testweb import TestWebProcess
+
 
 POLICIES = ("bfs", "uniform", "hc_depth", "sample_deepen", "adaptive", "oracle")
 RATE_BASELINE = "scrapy"  # Scrapy's own scheduler: the fetch-rate reference for sample_deepen
+# The curve replays the frontier offline (crawler/replay.py): one live crawl per budget would take hours.
+CURVE_SHARES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5)
+CURVE_HOSTS = 500
 
 
 def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -36,6 +40,17 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-rate-baseline", action="store_true", help="skip the Scrapy scheduler run")
     p.add_argument("--out", type=Path, default=Path("runs/bench-yield"), help="working directory")
     p.add_argument("--json", type=Path, help="write {policy: {hq, fetched, hq_per_fetch}} here")
+    p.add_argument(
+        "--curve-shares",
+        default=",".join(str(s) for s in CURVE_SHARES),
+        help="budgets (shares of all pages) for the yield-against-budget curve; empty: no curve",
+    )
+    p.add_argument(
+        "--curve-hosts",
+        type=int,
+        default=CURVE_HOSTS,
+        help=f"hosts of the web the curve is replayed on ({CURVE_HOSTS}; ~2 min per policy)",
+    )
     p.set_defaults(func=cmd_bench_yield)
 
 
@@ -57,6 +72,8 @@ def crawl(policy: str, web: TestWebProcess, seeds: Path, out: Path, budget: int)
 
 
 def grade(run: Path, truth_pages: pl.DataFrame, budget: int) -> dict[str, Any]:
+    import polars as pl
+
     pages = pl.read_parquet(run / "pages.parquet").filter(pl.col("status").is_not_null())
     labelled = pages.sort("fetched_at").join(truth_pages.select("url", "high_quality"), on="url", how="left")
     hits = labelled["high_quality"].fill_null(False).cast(pl.Int64).cum_sum().to_list()
@@ -74,6 +91,11 @@ def grade(run: Path, truth_pages: pl.DataFrame, budget: int) -> dict[str, Any]:
 
 
 def cmd_bench_yield(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from crawler.report import plot_yield_against_budget, plot_yield_curves
+    from crawler.testweb import TestWebConfig, TestWebProcess
+
     args.out.mkdir(parents=True, exist_ok=True)
     web_dir = args.out / "testweb"
     web_dir.mkdir(exist_ok=True)
@@ -100,6 +122,12 @@ def cmd_bench_yield(args: argparse.Namespace) -> int:
     print(format_table(results))
     plot_yield_curves({p: r["hq_by_fetch"] for p, r in results.items()}, total, args.out / "yield.png")
     print(f"plot: {args.out / 'yield.png'}")
+    shares = [float(s) for s in args.curve_shares.split(",") if s]
+    if shares:
+        curve = yield_curve(policies, shares, args.curve_hosts, args.seed)
+        (args.out / "yield_curve.json").write_text(json.dumps(curve, indent=2) + "\n")
+        plot_yield_against_budget(curve, args.out / "yield_curve.png")
+        print(f"curve: {args.out / 'yield_curve.png'} ({args.out / 'yield_curve.json'})")
     if args.json:
         summary = {p: {k: r[k] for k in ("hq", "fetched", "hq_per_fetch")} for p, r in results.items()}
         args.json.write_text(json.dumps(summary, indent=2) + "\n")
@@ -124,3 +152,27 @@ def format_table(results: dict[str, dict[str, Any]]) -> str:
         )
         lines.append(f"fetch rate of sample_deepen vs Scrapy's scheduler: {rate:.2f}x")
     return "\n".join(lines)
+
+
+def yield_curve(
+    policies: list[str], shares: list[float], hosts: int, seed: int
+) -> dict[str, dict[str, float]]:
+    """{policy: {budget share: high-quality pages per fetch}} from offline replays of one test web."""
+    from rich.progress import track
+
+    from crawler.replay import replay
+    from crawler.testweb import TestWebConfig
+    from crawler.testweb.model import SiteModel
+
+    model = SiteModel(TestWebConfig(n_hosts=hosts, seed=seed))
+    curve: dict[str, dict[str, float]] = {policy: {} for policy in policies}
+    runs = [(policy, share) for policy in policies for share in shares]
+    for policy, share in track(runs, description="yield curve (offline replay)"):
+        sim = replay(model, policy, share)
+        curve[policy][str(share)] = sum(sim.hits) / max(1, len(sim.hits))
+    lines = ["", f"yield against budget ({hosts} hosts, offline replay): hq/fetch"]
+    lines.append("policy         " + "".join(f"{float(s):>7.0%}" for s in shares))
+    for policy, points in curve.items():
+        lines.append(f"{policy:<14} " + "".join(f"{v:7.3f}" for v in points.values()))
+    print("\n".join(lines), flush=True)
+    return curve

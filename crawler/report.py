@@ -81,6 +81,25 @@ def plot_yield_curves(hq_by_fetch: dict[str, list[int]], total_pages: int, path:
     plt.close(fig)
 
 
+def plot_yield_against_budget(curve: dict[str, dict[str, float]], path: Path) -> None:
+    """High-quality pages per fetch of each policy at budgets from 1% to 50% of the test web."""
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for policy, points in curve.items():
+        ax.plot([100 * float(s) for s in points], list(points.values()), marker="o", label=policy)
+    ax.set_xscale("log")
+    ticks = sorted({100 * float(s) for points in curve.values() for s in points})
+    ax.set_xticks(ticks, [f"{t:g}%" for t in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel("budget, share of all pages (log scale)")
+    ax.set_ylabel("high-quality pages per fetch")
+    ax.set_ylim(0, 1)
+    ax.set_title("Yield against budget by policy (same test web)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def _table(rows: list[tuple[str, Any]]) -> str:
     lines = ["| | |", "|---|---|"]
     for key, value in rows:

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from scheduler.frontier import SQLiteFrontier
 from scheduler.hosts import HostRecord, HostState, Phase, QueuedUrl
-from scheduler.policies import CrawlProgress, Policy
+from scheduler.policies import SHAPE_WINDOW, CrawlProgress, Policy
 from scheduler.urls import TrapGuard, canonical, fingerprint, url_shape
 
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
@@ -30,6 +30,7 @@ class Lease:
     seq: int
     phase: Phase
     extra: bytes | None
+    sitemap: bool = False  # a discovery URL: once read, the host's URLs are all known
     fetched: bool = False  # reached the network (costs budget and politeness)
     ended: bool = False  # the downloader is done with it
     settled: bool = False  # its outcome is recorded (observed, or replaced by a retry/redirect)
@@ -232,15 +233,16 @@ class HostFrontier:
         return None
 
     def _lease(self, record: HostRecord, index: int | None = None) -> Lease | None:
-        phase = self.policy.phase(record)
-        if record.queue[0].discover:
-            phase, index = Phase.DISCOVER, 0
-        if index is None:
+        discover = record.queue[0].discover and not (self.policy.defer_discovery(record) and has_page(record))
+        if discover:
+            index = 0
+        elif index is None:
             index = self.policy.pick(record)
         if index is None:  # only URLs of shapes that have been bad on this host are left
             self._drop(record, "only_bad_urls_left")
             return None
         item = record.queue[index]
+        phase = Phase.DISCOVER if discover else self.policy.phase_of(record, item.url)
         del record.queue[index]
         record.in_flight += 1
         self.in_flight += 1
@@ -256,7 +258,9 @@ class HostFrontier:
         self.store.lease(item.row_id)
         self.dirty.add(record.host)
         record.version += 1
-        return Lease(record.host, item.url, item.depth, item.row_id, item.seq, phase, item.extra)
+        return Lease(
+            record.host, item.url, item.depth, item.row_id, item.seq, phase, item.extra, sitemap=item.discover
+        )
 
     def next_ready_at(self) -> float | None:
         return self.waiting[0][0] if self.waiting else None
@@ -307,14 +311,17 @@ class HostFrontier:
                 high = value > self.limits.threshold
                 record.high += high
                 record.low += not high
-            counts = record.shapes.setdefault(url_shape(lease.url), [0, 0])
+            shape = url_shape(lease.url)
+            counts = record.shapes.setdefault(shape, [0, 0])
             counts[0 if value > self.limits.threshold else 1] += 1
+            self.policy.learn_shape(shape, value > self.limits.threshold)
             if lease.phase is Phase.SAMPLE:
                 record.sample_scores.append(value)
                 record.sample_high += value > self.limits.threshold
                 if len(record.sample_scores) >= self.policy.config.sample_pages:
                     record.state = HostState.SCORED
                     self.count("host/sampled")
+            record.sitemap_read |= lease.sitemap and score is None
             reason = self.policy.observed(record)
             if reason:
                 self._drop(record, reason)
@@ -391,7 +398,14 @@ class HostFrontier:
         return requeued
 
 
-PERSISTED = ("state", "sample_handed", "scores", "sample_scores", "sample_high", "high", "low")
+def has_page(record: HostRecord) -> bool:
+    """Anything queued besides discovery URLs (sitemaps), within the window the policies look at."""
+    return any(not item.discover for item in itertools.islice(record.queue, SHAPE_WINDOW))
+
+
+PERSISTED = (
+    "state", "sample_handed", "scores", "sample_scores", "sample_high", "high", "low", "sitemap_read",
+)  # fmt: skip
 
 
 def host_state(record: HostRecord) -> dict[str, object]:

@@ -61,6 +61,7 @@ class HostRecord:
     drop_reason: str | None = None
     version: int = 0  # bumped whenever its priority may have changed
     shapes: dict[str, list[int]] = field(default_factory=dict)  # URL shape -> [high, low] pages seen
+    sitemap_read: bool = False  # its URLs are all known: index pages are no longer needed to find them
 
     def posterior(self) -> tuple[float, float]:
         return PRIOR_ALPHA + self.high, PRIOR_BETA + self.low
@@ -76,10 +77,11 @@ class HostRecord:
     def sample_density(self) -> float | None:
         return self.sample_high / len(self.sample_scores) if self.sample_scores else None
 
-    def shape_mean(self, shape: str) -> float:
-        """Laplace-smoothed share of high-quality pages among this host's pages of one URL shape."""
+    def shape_mean(self, shape: str, prior_mean: float = 0.5, prior_weight: float = 2.0) -> float:
+        """Share of high-quality pages among this host's pages of one URL shape, smoothed towards
+        `prior_mean` (Laplace by default; the policy passes what the shape is worth on other hosts)."""
         high, low = self.shapes.get(shape, (0, 0))
-        return (high + 1) / (high + low + 2)
+        return (high + prior_weight * prior_mean) / (high + low + prior_weight)
 
     def can_fetch_more(self) -> bool:
         return bool(self.queue) and (not self.budget or self.fetched + self.in_flight < self.budget)

@@ -15,6 +15,7 @@ MAX_SEGMENT_REPEATS = 3  # /a/b/a/b/a/b... is a relative-link loop
 MAX_QUERY_PARAMS = 6  # faceted-search explosions add parameters without adding pages
 MAX_URL_LENGTH = 2048
 CANONICAL_CACHE = 1 << 16  # navigation links repeat on every page of a host: most adds are repeats
+# (and the policies look at the same queued URLs' shapes on every pick)
 DIGIT_RUNS = re.compile(r"\d+")
 WORDS = re.compile(r"[^\W\d_]+")
 REPEATED_WORDS = re.compile(r"(?:a[-_+])+a")  # slugs of any length look alike
@@ -26,14 +27,16 @@ def canonical(url: str) -> str:
     return canonicalize_url(url, keep_fragments=False)
 
 
+@functools.lru_cache(maxsize=CANONICAL_CACHE)
 def url_shape(url: str) -> str:
     """What kind of page a URL is likely to be, from its form alone: `/guide/12.html` and
     `/news/7.html` share `2:0.a`, a section index `/guide/` is `2:`, pagination `/guide/page/3` is `3:0`.
     Within a host, shapes separate articles from listings well enough to learn which pay off."""
-    segments = urlsplit(url).path.split("/")[1:]
+    parts = urlsplit(url)
+    segments = parts.path.split("/")[1:]
     last = segments[-1] if segments else ""
     masked = WORDS.sub("a", DIGIT_RUNS.sub("0", last.lower()))
-    return f"{len(segments)}:{REPEATED_WORDS.sub('a-a', masked)}" + ("?" if urlsplit(url).query else "")
+    return f"{len(segments)}:{REPEATED_WORDS.sub('a-a', masked)}" + ("?" if parts.query else "")
 
 
 def fingerprint(url: str) -> int:

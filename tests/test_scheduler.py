@@ -217,3 +217,50 @@ def test_deepening_learns_which_kind_of_url_pays_off_on_a_host(tmp_path: Path) -
     articles = sum(1 for lease in deepened if lease.url.endswith(".html"))
     assert len(deepened) >= 60
     assert articles / len(deepened) >= 0.9, f"only {articles}/{len(deepened)} deepen fetches were articles"
+
+
+@pytest.mark.parametrize("policy", ["sample_deepen", "adaptive"])
+def test_sitemaps_are_fetched_only_for_hosts_worth_deepening(tmp_path: Path, policy: str) -> None:
+    frontier, clock = make_frontier(tmp_path, policy, budget=90, explore_share=0.5)
+    qualities = two_classes(10)
+    seed_hosts(frontier, qualities, pages=20)
+    for host in qualities:  # robots.txt named a sitemap: it goes to the front of the host's queue
+        frontier.add(f"http://{host}/sitemap.xml", 0, discover=True)
+    leases = simulate(frontier, clock, quality_scorer(qualities))
+    sitemap_hosts = {lease.host for lease in leases if lease.url.endswith("sitemap.xml")}
+    good = {host for host, q in qualities.items() if q > 0.5}
+    assert sitemap_hosts, "no host was deepened"
+    assert sitemap_hosts <= good, f"sitemaps of bad hosts fetched: {sorted(sitemap_hosts - good)}"
+    for host in sitemap_hosts:  # read before the host's first deepening fetch, never before its samples
+        order = [lease for lease in leases if lease.host == host]
+        first = next(i for i, lease in enumerate(order) if lease.url.endswith("sitemap.xml"))
+        assert all(lease.phase is not Phase.DEEPEN for lease in order[:first])
+        assert any(lease.phase is Phase.SAMPLE for lease in order[:first])
+
+
+def test_index_pages_bad_on_other_hosts_are_skipped_once_a_sitemap_lists_everything(tmp_path: Path) -> None:
+    truth = {"a.example": 0.9, "b.example": 0.8}
+    frontier, _ = make_frontier(tmp_path, "oracle", budget=400, truth=truth)
+    for host in ("a.example", "b.example"):
+        frontier.add(f"http://{host}/sitemap.xml", 0, discover=True)
+        for i in range(60):
+            frontier.add(f"http://{host}/news/?page={i}", 1)  # index pages: they only list articles
+            frontier.add(f"http://{host}/news/{i}.html", 1)
+
+    def score(lease: Lease) -> float | None:
+        return None if lease.url.endswith("sitemap.xml") else 0.9 if lease.url.endswith(".html") else 0.1
+
+    leases = []
+    while frontier.has_pending():
+        lease = frontier.next()
+        if lease is None:
+            break
+        frontier.fetch_ended(lease, True, 0.0)
+        frontier.observe(lease, score(lease))
+        leases.append(lease)
+    index_pages = [lease.host for lease in leases if "?page=" in lease.url]
+    assert sum(lease.url.endswith(".html") for lease in leases) == 120, "every article is fetched"
+    # what the first host's index pages taught is used on the second: 3 index pages of 120 in all
+    assert len(index_pages) <= 3, index_pages
+    assert index_pages.count("b.example") < index_pages.count("a.example")
+    assert frontier.hosts["b.example"].drop_reason == "only_bad_urls_left"

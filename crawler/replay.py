@@ -1,0 +1,138 @@
+"""Offline replay of the real frontier and policies over the test web's model: policies compared in seconds.
+
+No sockets and no Scrapy: `HostFrontier` with the chosen policy hands out URLs, the pages come from
+`SiteModel.render` (the bytes the test web would send), links are pulled out of them, robots.txt rules
+and Crawl-delay are applied on a simulated clock, and a page's score is its ground-truth label. Up to
+`--concurrency` fetches are in flight; the oldest completes first, so scores arrive late as in a crawl.
+`hostcrawl bench yield` is the reference (real crawls); this is its fast approximation, typically within
+a few hundredths of high-quality pages per fetch. `hostcrawl bench yield` uses it for the yield-against-budget
+curve (1% to 50%); `python -m benchmarks.policy_sim` sweeps policy settings with it.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections import deque
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import numpy as np
+from protego import Protego
+
+from crawler.testweb.model import SiteModel
+from crawler.testweb.robots import GENERIC_UA
+from scheduler.core import FrontierLimits, HostFrontier, Lease
+from scheduler.frontier import SQLiteFrontier
+from scheduler.policies import PolicyConfig, make_policy
+
+HREF = re.compile(rb'href="([^"#]+)"')
+LOC = re.compile(rb"<loc>([^<]+)</loc>")
+FETCH_SECONDS = 0.01  # simulated clock per completed fetch (about 100 pages/s over all hosts)
+
+
+class SimulatedCrawl:
+    """One policy's crawl of the model; `hq` and `fetched` are graded as `bench yield` grades them."""
+
+    def __init__(
+        self,
+        model: SiteModel,
+        policy: str,
+        budget: int,
+        concurrency: int,
+        db: Path,
+        overrides: dict[str, Any],
+    ) -> None:
+        self.model = model
+        self.clock = 0.0
+        truth = {h.name: h.q for h in model.hosts}
+        config = PolicyConfig(truth=truth if policy == "oracle" else {}, **overrides)
+        self.frontier = HostFrontier(
+            SQLiteFrontier(db), make_policy(policy, config), FrontierLimits(budget=budget), lambda: self.clock
+        )
+        ranks = np.argsort(np.argsort([h.in_links for h in model.hosts])) / max(1, len(model.hosts) - 1)
+        self.percentile = {h.name: float(r) for h, r in zip(model.hosts, ranks, strict=True)}
+        self.concurrency = concurrency
+        self.robots: dict[str, Protego | None] = {}
+        self.hits: list[int] = []
+        self.by_phase: dict[str, list[int]] = {}  # phase -> [fetches, high-quality pages, not articles]
+
+    def add(self, url: str, depth: int, discover: bool = False) -> None:
+        known = len(self.frontier.hosts)
+        self.frontier.add(url, depth, discover=discover)
+        if len(self.frontier.hosts) > known:
+            record = next(reversed(self.frontier.hosts.values()))
+            record.hc_percentile = self.percentile.get(record.host)
+
+    def rules(self, host: str) -> Protego | None:
+        """robots.txt on first contact; its sitemaps go to the front of the host's queue."""
+        if host not in self.robots:
+            spec = self.model.host(host)
+            body = None if spec is None else self.model.robots_txt(spec)
+            parsed = None if body is None else Protego.parse(body.decode("utf-8", "replace"))
+            self.robots[host] = parsed
+            for sitemap in [] if parsed is None else list(parsed.sitemaps):
+                if urlsplit(sitemap).hostname == host:
+                    self.add(sitemap, 0, discover=True)
+        return self.robots[host]
+
+    def complete(self, lease: Lease) -> None:
+        parts = urlsplit(lease.url)
+        host = parts.hostname or ""
+        rules = self.rules(host)
+        if rules is not None and not rules.can_fetch(lease.url, GENERIC_UA):
+            self.frontier.fetch_ended(lease, False, 0.0)
+            self.frontier.observe(lease, None)
+            return
+        page = self.model.render(host, parts.path + (f"?{parts.query}" if parts.query else ""))
+        self.clock += FETCH_SECONDS
+        delay = (rules.crawl_delay(GENERIC_UA) or 0.0) if rules is not None else 0.0
+        self.frontier.fetch_ended(lease, True, self.clock + float(delay))
+        self.hits.append(int(bool(page.label)))
+        tally = self.by_phase.setdefault(lease.phase.value, [0, 0, 0])
+        tally[0] += 1
+        tally[1] += bool(page.label)
+        tally[2] += page.label is None
+        if page.status == 200:
+            sitemap = page.headers.get("Content-Type", "").startswith("application/xml")
+            for raw in (LOC if sitemap else HREF).findall(page.body):
+                url = urljoin(lease.url, raw.decode("utf-8", "replace"))
+                if url.startswith("http"):
+                    nested = sitemap and b"<sitemapindex" in page.body
+                    self.add(url, lease.depth + 1, discover=nested)
+        self.frontier.observe(lease, None if page.label is None else float(page.label))
+
+    def run(self) -> None:
+        for spec in self.model.hosts:
+            self.add(spec.home, 0)
+        in_flight: deque[Lease] = deque()
+        while True:
+            while len(in_flight) < self.concurrency:
+                lease = self.frontier.next()
+                if lease is None:
+                    break
+                in_flight.append(lease)
+            if in_flight:
+                self.complete(in_flight.popleft())
+            elif self.frontier.has_pending():
+                ready = self.frontier.next_ready_at()
+                self.clock = max(self.clock + FETCH_SECONDS, ready or 0.0)
+            else:
+                break
+
+
+def replay(
+    model: SiteModel,
+    policy: str,
+    budget_share: float,
+    concurrency: int = 32,
+    overrides: dict[str, Any] | None = None,
+) -> SimulatedCrawl:
+    """One policy's replay with a budget of a share of the model's pages (frontier file in a temp dir)."""
+    budget = max(1, int(sum(h.n_pages for h in model.hosts) * budget_share))
+    with tempfile.TemporaryDirectory() as tmp:
+        sim = SimulatedCrawl(model, policy, budget, concurrency, Path(tmp) / "frontier.db", overrides or {})
+        sim.run()
+        sim.frontier.store.close()
+    return sim
