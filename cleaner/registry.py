@@ -20,6 +20,11 @@ CLEANERS: dict[str, str] = {
     NO_CLEANER: "cleaner.registry:NoCleaner",
 }
 
+# Cleaners whose model belongs on one accelerator: the crawl gives them one worker process (the GPU
+# worker) fed large batches, instead of a copy of the model per core.
+ACCELERATOR_CLEANERS = frozenset({"decoder_v1", "encoder_v1"})
+ACCELERATOR_BATCH_PAGES = 64
+
 
 class NoCleaner(Cleaner):
     """Extracts nothing, so a crawl can be measured without the cost of cleaning."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from cleaner.pipeline import PageResult, process_pages
 from cleaner.quality import score_column, scorer_column
-from cleaner.registry import NO_CLEANER
+from cleaner.registry import ACCELERATOR_BATCH_PAGES, ACCELERATOR_CLEANERS, NO_CLEANER
 from crawler import __version__
 from crawler.sinks import PAGES_SPOOL, PageSpool, TextSink
 from crawler.warc_capture import WarcCaptureMiddleware
@@ -247,8 +247,11 @@ class CleanScoreStorePipeline:
         self.cleaner = settings["HOSTCRAWL_CLEANER"]
         self.scorers = tuple(settings.getlist("HOSTCRAWL_SCORERS"))
         self.threshold = settings.getfloat("HOSTCRAWL_THRESHOLD")
-        self.workers = settings.getint("HOSTCRAWL_CLEAN_WORKERS") or os.cpu_count() or 1
-        self.batch_pages = settings.getint("HOSTCRAWL_CLEAN_BATCH", CLEAN_BATCH_PAGES)
+        accelerator = self.cleaner in ACCELERATOR_CLEANERS
+        default_workers = 1 if accelerator else os.cpu_count() or 1
+        self.workers = settings.getint("HOSTCRAWL_CLEAN_WORKERS") or default_workers
+        default_batch = ACCELERATOR_BATCH_PAGES if accelerator else CLEAN_BATCH_PAGES
+        self.batch_pages = settings.getint("HOSTCRAWL_CLEAN_BATCH", default_batch)
         self.batch_ms = settings.getfloat("HOSTCRAWL_CLEAN_BATCH_MS", CLEAN_BATCH_MS)
         self.max_in_flight = settings.getint("HOSTCRAWL_CLEAN_IN_FLIGHT", 0)
         self.niceness = settings.getint("HOSTCRAWL_CLEAN_NICENESS", WORKER_NICENESS)

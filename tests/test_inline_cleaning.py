@@ -237,3 +237,17 @@ def test_cleaning_workers_yield_the_cpu_to_the_crawler() -> None:
     with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=init_worker) as pool:
         worker_niceness = pool.submit(os.nice, 0).result(timeout=60)
     assert worker_niceness >= min(os.nice(0) + WORKER_NICENESS, 19)
+
+
+@pytest.mark.parametrize(("cleaner", "workers", "batch"), [("encoder_v1", 1, 64), ("blocks_v1", 0, 16)])
+def test_model_cleaners_get_one_gpu_worker_with_large_batches(
+    tmp_path: Any, cleaner: str, workers: int, batch: int
+) -> None:
+    from scrapy.utils.test import get_crawler
+
+    from crawler.pipeline import CleanScoreStorePipeline
+
+    settings = {"HOSTCRAWL_RUN_DIR": str(tmp_path), "HOSTCRAWL_CLEANER": cleaner, "HOSTCRAWL_SCORERS": []}
+    pipeline = CleanScoreStorePipeline(get_crawler(settings_dict=settings))
+    assert pipeline.workers == (workers or os.cpu_count() or 1)  # not one copy of the model per core
+    assert pipeline.batch_pages == batch
