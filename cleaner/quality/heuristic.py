@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import compress, repeat
 from typing import ClassVar
 
 import numpy as np
 
 from cleaner.quality.base import QualityScorer
-from cleaner.quality.stopwords import STOP_WORDS
+from cleaner.quality.heuristic_stats import ngram_char_shares, stop_word_shares, text_stats
 
 # Each rule becomes a soft pass rate: a logistic of (value - threshold) / scale that is 0.5 at
 # the published hard threshold and ~0.98 four scales inside it; the score is their product, so
@@ -44,6 +47,9 @@ DUP_NGRAM_MAX = {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
 NGRAM_SCALE = 0.02  # so that text without repetition passes at 0.99
 # Repetition statistics are computed on the first words only; they are stable long before.
 MAX_WORDS_FOR_REPETITION = 10_000
+# score_batch computes the word-set rules for this many texts at once (numpy's per-call cost is paid
+# once per batch; larger batches gain little and hold more arrays)
+BATCH_TEXTS = 16
 # C4/FineWeb: text whose lines do not end in terminal punctuation is menus and lists; weighted
 # by characters so an article's short headings do not count against it (set on the WCXB pages).
 MIN_PUNCT_LINE_CHARS, PUNCT_SCALE = 0.25, 0.06
@@ -58,17 +64,12 @@ LOREM_IPSUM_FACTOR = 0.02
 
 TERMINAL_PUNCT = (".", "!", "?", '"', "”", "»", "…", "。", "！", "？")
 BULLETS = ("-", "*", "•", "·", "‣", "▪", "◦", "–", "—", "→", "➤", "►")
-WORD_RE = re.compile(r"\w+")
-LETTER_RE = re.compile(r"[^\W\d_]")
-# `\w+` words that contain a letter, and whitespace tokens that contain one, in one C-level pass each
-LETTER_WORD_RE = re.compile(r"\w*[^\W\d_]\w*")
-LETTER_TOKEN_RE = re.compile(r"\S*[^\W\d_]\S*")
-# odd 64-bit constant (2^64 / golden ratio) for the polynomial n-gram hash
-NGRAM_HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+ELLIPSES = ("...", "…")
 LOREM_RE = re.compile(r"lorem ipsum", re.IGNORECASE)
 # v2: the text of a line up to its last sentence end (terminal punctuation, closing quotes, then
 # whitespace or the end); what follows it is a trailing link, button or menu, not prose.
-TERMINATED_RE = re.compile(r".*[.!?…。！？][\"”»’)\]]*(?=\s|$)")
+# Run over many lines joined by newlines at once (hence ^ and $ per line, which `.` never crosses).
+TERMINATED_RE = re.compile(r"^.*[.!?…。！？][\"”»’)\]]*(?=\s|$)", re.MULTILINE)
 # v2: extractors render layout tables as "| cell | cell |" rows; each cell is a line of its own.
 TABLE_CELL_SEP = "|"
 TABLE_RULE_RE = re.compile(r"^:?-{3,}:?$")  # the "|---|---|" row under a markdown table header
@@ -82,6 +83,29 @@ BOILERPLATE_RE = re.compile(
     r"|todos los derechos reservados|política de privacidad|aviso legal|aceptar cookies",
     # matched against lowercased lines: an IGNORECASE alternation is five times slower
 )
+# Every match of BOILERPLATE_RE holds one of these 5-character windows: `text_stats` finds them in
+# one vectorised pass (the alternation costs ~50 ns a character in `re`), and only the lines with a
+# window are searched.
+BOILERPLATE_WINDOWS = (
+    "javas",
+    "cooki",
+    "rivac",  # privacy, privacidad
+    "rms o",  # terms of
+    "eserv",  # reserved, reservados
+    "éserv",
+    "gn up",
+    "bscri",
+    "nschu",
+    "essum",
+    "rbeha",
+    "légal",
+    "tiali",  # confidentialité
+    "aviso",
+)
+# every code point that LOREM_RE matches case-insensitively lowercases to these letters (checked over
+# all of Unicode), so the regex only runs on the pages whose lowercased text holds them
+LOREM_WINDOW = "lorem"
+WINDOWS = (*BOILERPLATE_WINDOWS, LOREM_WINDOW)
 
 
 def _above(value: float, threshold: float, scale: float) -> float:
@@ -97,75 +121,15 @@ def _below(value: float, threshold: float, scale: float) -> float:
     return _above(-value, -threshold, scale)
 
 
-def _word_arrays(words: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Words as integer ids (equal words, equal ids) and their lengths, for vectorised n-grams."""
-    index = {w: i for i, w in enumerate(dict.fromkeys(words))}
-    ids = np.fromiter(map(index.__getitem__, words), dtype=np.uint64, count=len(words))
-    return ids, np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-
-
-def _next_keys(keys: np.ndarray, ids: np.ndarray, n: int) -> np.ndarray:
-    """64-bit keys of the n-grams from those of the (n-1)-grams (a polynomial hash; uint64 wraps)."""
-    return keys[:-1] * NGRAM_HASH_MULTIPLIER + ids[n - 1 :]
-
-
-def _top_ngram_char_share(keys: np.ndarray, lengths: np.ndarray, n: int, total_chars: int) -> float:
-    """Characters covered by the most frequent n-gram, as Gopher counts them (ties: first seen)."""
-    if not len(keys):
-        return 0.0
-    _, first, counts = np.unique(keys, return_index=True, return_counts=True)
-    best = int(counts.max())
-    if best < 2:
-        return 0.0
-    start = int(first[counts == best].min())
-    return min(1.0, best * int(lengths[start : start + n].sum()) / total_chars)
-
-
-def _dup_ngram_char_share(keys: np.ndarray, lengths: np.ndarray, n: int, total_chars: int) -> float:
-    """Characters of words inside any n-gram seen twice or more."""
-    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
-    starts = np.flatnonzero(counts[inverse] > 1)
-    if not len(starts):
-        return 0.0
-    edges = np.zeros(len(lengths) + 1, dtype=np.int64)
-    edges[starts] += 1
-    edges[starts + n] -= 1
-    return int(lengths[np.cumsum(edges[:-1]) > 0].sum()) / total_chars
-
-
-def _ngram_rates(words: list[str]) -> tuple[float, float]:
+def _ngram_rates(top_shares: dict[int, float], dup_shares: dict[int, float]) -> tuple[float, float]:
     """Pass rates of Gopher's top-n-gram and duplicate-n-gram families (the weakest n of each).
 
     One rate per family: the n-gram rules see the same repetition, and multiplying six
     correlated rates would punish it six times.
     """
-    ids, lengths = _word_arrays(words)
-    total = int(lengths.sum())
-    top_shares = dict.fromkeys(TOP_NGRAM_MAX, 0.0)
-    dup_shares = dict.fromkeys(DUP_NGRAM_MAX, 0.0)
-    keys = ids
-    for n in range(2, max(DUP_NGRAM_MAX) + 1):
-        if len(words) < n:
-            break
-        keys = _next_keys(keys, ids, n)
-        if n in top_shares:
-            top_shares[n] = _top_ngram_char_share(keys, lengths, n, total)
-        if n in dup_shares:
-            dup_shares[n] = _dup_ngram_char_share(keys, lengths, n, total)
-            if not dup_shares[n]:
-                break  # a repeated (n+1)-gram contains a repeated n-gram: longer n are all zero
     top = min(_below(share, TOP_NGRAM_MAX[n], NGRAM_SCALE) for n, share in top_shares.items())
     dup = min(_below(share, DUP_NGRAM_MAX[n], NGRAM_SCALE) for n, share in dup_shares.items())
     return top, dup
-
-
-def _stop_word_share(words: list[str]) -> float:
-    """Best stop-word share over the languages we know (en, de, fr, es)."""
-    if not words:
-        return 0.0
-    counts = Counter(words)
-    best = max(sum(c for w, c in counts.items() if w in stops) for stops in STOP_WORDS.values())
-    return best / len(words)
 
 
 def _table_cells_as_lines(lines: list[str]) -> list[str]:
@@ -180,12 +144,116 @@ def _table_cells_as_lines(lines: list[str]) -> list[str]:
     return out
 
 
-def _terminated_chars(line: str) -> int:
-    """Characters of `line` up to and including its last sentence end (0 when it has none)."""
-    if line.endswith(TERMINAL_PUNCT):
-        return len(line)
-    match = TERMINATED_RE.match(line)
-    return match.end() if match else 0
+def _punct_chars(lines: list[str], version: int) -> int:
+    """Characters of lines ending in terminal punctuation (v2: up to a line's last sentence end)."""
+    ended = list(map(str.endswith, lines, repeat(TERMINAL_PUNCT)))
+    chars = sum(map(len, compress(lines, ended)))
+    if version >= 2:
+        # one match per line at most: `.*` is greedy, so it ends at the line's last sentence end
+        open_lines = "\n".join(compress(lines, map(operator.not_, ended)))
+        chars += sum(map(len, TERMINATED_RE.findall(open_lines)))
+    return chars
+
+
+def _boilerplate_chars(lines: list[str], lower: str, hits: list[int]) -> int:
+    """Characters of the lines with a cookie, JavaScript or legal notice.
+
+    `lower`: the lines joined by newlines, lowercased; `hits`: where a BOILERPLATE_WINDOWS window starts.
+    """
+    chars, searched = 0, set()
+    for at in hits:
+        start = lower.rfind("\n", 0, at) + 1
+        if start in searched:
+            continue
+        searched.add(start)
+        end = lower.find("\n", at)
+        if BOILERPLATE_RE.search(lower, start, end if end >= 0 else len(lower)):
+            chars += len(lines[lower.count("\n", 0, start)])
+    return chars
+
+
+@dataclass(slots=True)
+class _Page:
+    """A text's rates so far (word-set rules filled in per batch) and its words."""
+
+    rates: dict[str, float]
+    word_ids: np.ndarray
+    word_lengths: np.ndarray
+
+
+def _page_rates(text: str, version: int) -> _Page | None:
+    """Every rate but the stop-word and n-gram ones (placeholders, for the rule order); None: no words."""
+    lines = list(filter(None, map(str.strip, text.splitlines())))
+    if version >= 2 and TABLE_CELL_SEP in text:
+        lines = _table_cells_as_lines(lines)
+    # The lines joined hold the same words and whitespace-separated tokens as the text (v2: as its
+    # table cells, without the extractor's "|" separators); line breaks and strip() drop only spaces.
+    lower = "\n".join(lines).lower()
+    stats = text_stats(lower, WINDOWS)
+    word_ids, word_lengths = stats.word_ids, stats.word_lengths
+    if not lines or not len(word_ids):
+        return None
+    n_lines, n_words = len(lines), len(word_ids)
+    line_lengths = list(map(len, lines))
+    line_chars = sum(line_lengths)
+    rates: dict[str, float] = {}
+
+    log_n = math.log(n_words)
+    rates["n_words"] = _above(log_n, math.log(MIN_WORDS), WORDS_LOG_SCALE) * _below(
+        log_n, math.log(MAX_WORDS), WORDS_LOG_SCALE
+    )
+    mean_len = int(word_lengths.sum()) / n_words
+    rates["mean_word_len"] = _above(mean_len, MIN_MEAN_WORD_LEN, MEAN_WORD_LEN_SCALE) * _below(
+        mean_len, MAX_MEAN_WORD_LEN, MEAN_WORD_LEN_SCALE
+    )
+    symbols = text.count("#") + text.count("...") + text.count("…")
+    rates["symbol_ratio"] = _below(symbols / n_words, MAX_SYMBOL_RATIO, SYMBOL_SCALE)
+    bullets = sum(map(str.startswith, lines, repeat(BULLETS)))
+    rates["bullet_lines"] = _below(bullets / n_lines, MAX_BULLET_LINES, BULLET_SCALE)
+    ellipsis = sum(map(str.endswith, lines, repeat(ELLIPSES)))
+    rates["ellipsis_lines"] = _below(ellipsis / n_lines, MAX_ELLIPSIS_LINES, ELLIPSIS_SCALE)
+    rates["alpha_words"] = _above(stats.letter_tokens / max(1, stats.tokens), MIN_ALPHA_WORDS, ALPHA_SCALE)
+    rates["stop_words"] = math.nan  # filled in per batch
+
+    line_counts = Counter(lines)
+    repeated_lines = list(compress(lines, map((1).__lt__, map(line_counts.__getitem__, lines))))
+    rates["dup_lines"] = min(
+        _below(len(repeated_lines) / n_lines, MAX_DUP_LINES, DUP_LINES_SCALE),
+        _below(sum(map(len, repeated_lines)) / line_chars, MAX_DUP_LINE_CHARS, DUP_LINE_CHARS_SCALE),
+    )
+    rates["top_ngram"] = rates["dup_ngram"] = math.nan  # filled in per batch
+
+    rates["punct_lines"] = _above(
+        _punct_chars(lines, version) / line_chars, MIN_PUNCT_LINE_CHARS, PUNCT_SCALE
+    )
+    short = sum(map(SHORT_LINE_CHARS.__gt__, line_lengths))
+    rates["short_lines"] = _below(short / n_lines, MAX_SHORT_LINES, SHORT_LINES_SCALE)
+    lorem = stats.window_ids == len(BOILERPLATE_WINDOWS)
+    boiler = _boilerplate_chars(lines, lower, stats.window_starts[~lorem].tolist())
+    rates["boilerplate"] = _below(boiler / line_chars, MAX_BOILERPLATE_CHARS, BOILERPLATE_SCALE)
+    rates["lorem_ipsum"] = LOREM_IPSUM_FACTOR if lorem.any() and LOREM_RE.search(text) else 1.0
+    return _Page(rates, word_ids, word_lengths)
+
+
+def rule_pass_rates_batch(texts: Sequence[str], version: int = 1) -> list[dict[str, float]]:
+    """`rule_pass_rates` of many texts; the word-set rules run over the whole batch at once."""
+    out: list[dict[str, float]] = []
+    pages: list[_Page] = []
+    for start in range(0, len(texts), BATCH_TEXTS):
+        chunk = [_page_rates(text, version) for text in texts[start : start + BATCH_TEXTS]]
+        pages = [page for page in chunk if page is not None]
+        stop_shares = stop_word_shares([page.word_ids for page in pages])
+        ngram_shares = ngram_char_shares(
+            [page.word_ids[:MAX_WORDS_FOR_REPETITION] for page in pages],
+            [page.word_lengths[:MAX_WORDS_FOR_REPETITION] for page in pages],
+            tuple(TOP_NGRAM_MAX),
+            tuple(DUP_NGRAM_MAX),
+        )
+        for page, stop_share, shares in zip(pages, stop_shares, ngram_shares, strict=True):
+            page.rates["stop_words"] = _above(stop_share, MIN_STOP_WORD_SHARE, STOP_WORD_SCALE)
+            page.rates["top_ngram"], page.rates["dup_ngram"] = _ngram_rates(*shares)
+        out += [{"words": 0.0} if page is None else page.rates for page in chunk]
+    return out
 
 
 def rule_pass_rates(text: str, version: int = 1) -> dict[str, float]:
@@ -194,66 +262,20 @@ def rule_pass_rates(text: str, version: int = 1) -> dict[str, float]:
     Version 2 reads table cells as lines and counts prose up to a line's last sentence end, so
     a paragraph followed by an "Edit this page" link on the same line still counts as prose.
     """
-    lines = [line.strip() for line in text.splitlines()]
-    lines = [line for line in lines if line]
-    if version >= 2:
-        lines = _table_cells_as_lines(lines)
-    # v2 counts tokens of the cells, not the extractor's "|" separators between them
-    tokens = [t for line in lines for t in line.split()] if version >= 2 else text.split()
-    words = LETTER_WORD_RE.findall(text.lower())
-    if not lines or not words:
-        return {"words": 0.0}
-    n_lines, n_words = len(lines), len(words)
-    line_chars = sum(len(line) for line in lines)
-    rates: dict[str, float] = {}
+    return rule_pass_rates_batch([text], version)[0]
 
-    log_n = math.log(n_words)
-    rates["n_words"] = _above(log_n, math.log(MIN_WORDS), WORDS_LOG_SCALE) * _below(
-        log_n, math.log(MAX_WORDS), WORDS_LOG_SCALE
-    )
-    mean_len = sum(map(len, words)) / n_words
-    rates["mean_word_len"] = _above(mean_len, MIN_MEAN_WORD_LEN, MEAN_WORD_LEN_SCALE) * _below(
-        mean_len, MAX_MEAN_WORD_LEN, MEAN_WORD_LEN_SCALE
-    )
-    symbols = text.count("#") + text.count("...") + text.count("…")
-    rates["symbol_ratio"] = _below(symbols / n_words, MAX_SYMBOL_RATIO, SYMBOL_SCALE)
-    bullets = sum(line.startswith(BULLETS) for line in lines)
-    rates["bullet_lines"] = _below(bullets / n_lines, MAX_BULLET_LINES, BULLET_SCALE)
-    ellipsis = sum(line.endswith(("...", "…")) for line in lines)
-    rates["ellipsis_lines"] = _below(ellipsis / n_lines, MAX_ELLIPSIS_LINES, ELLIPSIS_SCALE)
-    alpha = len(LETTER_TOKEN_RE.findall(" ".join(tokens))) / max(1, len(tokens))
-    rates["alpha_words"] = _above(alpha, MIN_ALPHA_WORDS, ALPHA_SCALE)
-    rates["stop_words"] = _above(_stop_word_share(words), MIN_STOP_WORD_SHARE, STOP_WORD_SCALE)
 
-    line_counts = Counter(lines)
-    dup_lines = sum(c for c in line_counts.values() if c > 1)
-    dup_chars = sum(len(line) * c for line, c in line_counts.items() if c > 1)
-    rates["dup_lines"] = min(
-        _below(dup_lines / n_lines, MAX_DUP_LINES, DUP_LINES_SCALE),
-        _below(dup_chars / line_chars, MAX_DUP_LINE_CHARS, DUP_LINE_CHARS_SCALE),
-    )
-
-    rates["top_ngram"], rates["dup_ngram"] = _ngram_rates(words[:MAX_WORDS_FOR_REPETITION])
-
-    if version >= 2:
-        punct_chars = sum(_terminated_chars(line) for line in lines)
-    else:
-        punct_chars = sum(len(line) for line in lines if line.endswith(TERMINAL_PUNCT))
-    rates["punct_lines"] = _above(punct_chars / line_chars, MIN_PUNCT_LINE_CHARS, PUNCT_SCALE)
-    short = sum(len(line) < SHORT_LINE_CHARS for line in lines)
-    rates["short_lines"] = _below(short / n_lines, MAX_SHORT_LINES, SHORT_LINES_SCALE)
-    boiler = sum(len(line) for line in lines if BOILERPLATE_RE.search(line.lower()))
-    rates["boilerplate"] = _below(boiler / line_chars, MAX_BOILERPLATE_CHARS, BOILERPLATE_SCALE)
-    rates["lorem_ipsum"] = LOREM_IPSUM_FACTOR if LOREM_RE.search(text) else 1.0
-    return rates
+def _product(rates: dict[str, float]) -> float:
+    """Product of the soft pass rates: near 1 for clean prose, near 0 once a rule clearly fails."""
+    score = 1.0
+    for rate in rates.values():
+        score *= rate
+    return min(1.0, max(0.0, score))
 
 
 def heuristic_score(text: str, version: int = 1) -> float:
-    """Product of the soft pass rates: near 1 for clean prose, near 0 once a rule clearly fails."""
-    score = 1.0
-    for rate in rule_pass_rates(text, version).values():
-        score *= rate
-    return min(1.0, max(0.0, score))
+    """One text's score; for many texts, `score_batch` is 1.5x faster (the word-set rules batch)."""
+    return _product(rule_pass_rates(text, version))
 
 
 class HeuristicScorer(QualityScorer):
@@ -267,8 +289,8 @@ class HeuristicScorer(QualityScorer):
     version: ClassVar[int] = 1
 
     def score_batch(self, texts: Sequence[str]) -> list[float]:
-        """Rules are per document, so the batch is a plain loop."""
-        return [heuristic_score(text, self.version) for text in texts]
+        """The word-set rules run over the whole batch at once: batches are much faster than loops."""
+        return list(map(_product, rule_pass_rates_batch(texts, self.version)))
 
     def explain(self, text: str) -> dict[str, float]:
         """Per-rule pass rates behind `score_one(text)`."""
