@@ -175,6 +175,7 @@ class HostFrontier:
             self.epoch = epoch
             self.heap.clear()
             self.fill_heap.clear()
+            self.waiting.clear()  # every host is touched again: it goes back where it belongs, once
             for record in self.hosts.values():
                 self.touch(record)
 

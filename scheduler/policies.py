@@ -48,7 +48,11 @@ def size_bonus(host: HostRecord) -> float:
 
 SHAPE_WINDOW = 64  # queued URLs looked at when choosing a host's next page by its URL shape
 SAMPLE_WINDOW = 2000  # queued URLs looked at when choosing a host's sample
-ASPIRATION_EVERY = 50  # observations between updates of the aspiration (each rebuilds the heap)
+# Observations between looks at the aspiration: 50, or a tenth of the hosts observed, so that a crawl of
+# 100,000 hosts does not re-sort them every 50 pages; the heap is rebuilt only when the level moved.
+ASPIRATION_EVERY = 50
+ASPIRATION_EVERY_SHARE = 0.1
+ASPIRATION_TOLERANCE = 0.01
 ASPIRATION_MIN_HOSTS = 10
 BAD_SHAPE_MEAN = 0.2  # Laplace mean of a shape after 3 low pages and no high one: stop fetching it
 # Pages of one shape on other hosts count as this many pages of this host when ranking its URLs:
@@ -251,11 +255,14 @@ class AdaptiveIndex(SampleThenDeepen):
         self.updates = 0
 
     def epoch(self, progress: CrawlProgress) -> int:
-        if self.changes >= ASPIRATION_EVERY and len(self.means) >= ASPIRATION_MIN_HOSTS:
+        due = max(ASPIRATION_EVERY, ASPIRATION_EVERY_SHARE * len(self.means))
+        if self.changes >= due and len(self.means) >= ASPIRATION_MIN_HOSTS:
             ranked = sorted(self.means.values())
-            self.aspiration = ranked[int(self.config.aspiration_quantile * (len(ranked) - 1))]
+            level = ranked[int(self.config.aspiration_quantile * (len(ranked) - 1))]
             self.changes = 0
-            self.updates += 1
+            if abs(level - self.aspiration) > ASPIRATION_TOLERANCE:
+                self.aspiration = level
+                self.updates += 1
         return self.updates
 
     def priority(self, host: HostRecord, progress: CrawlProgress) -> Priority | None:
