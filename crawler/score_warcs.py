@@ -91,7 +91,7 @@ class ScoreJob:
     warcs: list[Path]
     out: Path
     scorers: tuple[str, ...]
-    cleaner: str = "trafilatura_v1"
+    cleaner: str = "blocks_v1"
     langid: str | None = DEFAULT_LANGID
     workers: int = 1
     limit: int | None = None
@@ -213,7 +213,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "positive LABEL), a registered scorer name, or NAME=calibration.json; repeatable",
     )
     p.add_argument("--no-heuristic", action="store_true", help=f"do not add {DEFAULT_SCORER}")
-    p.add_argument("--cleaner", default="trafilatura_v1", help="cleaner name (trafilatura_v1)")
+    p.add_argument("--cleaner", default="blocks_v1", help="cleaner name (blocks_v1)")
     p.add_argument("--lid", metavar="PATH", help="fastText lid.176.bin/.ftz (default: packaged py3langid)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes (one per core)")
     p.add_argument("--limit", type=int, help="stop after this many HTML pages")
