@@ -3,7 +3,8 @@
 No sockets and no Scrapy: `HostFrontier` with the chosen policy hands out URLs, the pages come from
 `SiteModel.render` (the bytes the test web would send), links are pulled out of them, robots.txt rules
 and Crawl-delay are applied on a simulated clock, and a page's score is its ground-truth label. Up to
-`--concurrency` fetches are in flight; the oldest completes first, so scores arrive late as in a crawl.
+`concurrency` fetches are in flight, the oldest completes first, and its score reaches the frontier
+SCORE_LAG pages later, as the cleaning queue delays it in a live crawl.
 `hostcrawl bench yield` is the reference (real crawls); this is its fast approximation, typically within
 a few hundredths of high-quality pages per fetch. `hostcrawl bench yield` uses it for the yield-against-budget
 curve (1% to 50%); `python -m benchmarks.policy_sim` sweeps policy settings with it.
@@ -30,6 +31,8 @@ from scheduler.policies import PolicyConfig, make_policy
 HREF = re.compile(rb'href="([^"#]+)"')
 LOC = re.compile(rb"<loc>([^<]+)</loc>")
 FETCH_SECONDS = 0.01  # simulated clock per completed fetch (about 100 pages/s over all hosts)
+# Fetched pages whose scores are still on their way: a live crawl's cleaning queue and batches hold ~130.
+SCORE_LAG = 128
 
 
 class SimulatedCrawl:
@@ -57,6 +60,8 @@ class SimulatedCrawl:
         self.robots: dict[str, Protego | None] = {}
         self.hits: list[int] = []
         self.by_phase: dict[str, list[int]] = {}  # phase -> [fetches, high-quality pages, not articles]
+        self.score_lag = SCORE_LAG
+        self.scoring: deque[tuple[Lease, float | None]] = deque()  # fetched, score not delivered yet
 
     def add(self, url: str, depth: int, discover: bool = False) -> None:
         known = len(self.frontier.hosts)
@@ -101,7 +106,9 @@ class SimulatedCrawl:
                 if url.startswith("http"):
                     nested = sitemap and b"<sitemapindex" in page.body
                     self.add(url, lease.depth + 1, discover=nested)
-        self.frontier.observe(lease, None if page.label is None else float(page.label))
+        self.scoring.append((lease, None if page.label is None else float(page.label)))
+        while len(self.scoring) > self.score_lag:
+            self.frontier.observe(*self.scoring.popleft())
 
     def run(self) -> None:
         for spec in self.model.hosts:
@@ -115,6 +122,8 @@ class SimulatedCrawl:
                 in_flight.append(lease)
             if in_flight:
                 self.complete(in_flight.popleft())
+            elif self.scoring:  # nothing to fetch until scores arrive
+                self.frontier.observe(*self.scoring.popleft())
             elif self.frontier.has_pending():
                 ready = self.frontier.next_ready_at()
                 self.clock = max(self.clock + FETCH_SECONDS, ready or 0.0)

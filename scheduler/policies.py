@@ -268,8 +268,11 @@ class AdaptiveIndex(SampleThenDeepen):
     def priority(self, host: HostRecord, progress: CrawlProgress) -> Priority | None:
         if host.state is HostState.DROPPED:
             return None
+        observations = host.high + host.low
+        if host.fetched + host.in_flight - host.settled >= max(1, observations):
+            return None  # its pages' scores are on their way: more fetches now would be blind deepening
         index = host.density_mean() + self.config.exploration_bonus * host.density_sd()
-        if host.high + host.low < self.config.min_observations:
+        if observations < self.config.min_observations:
             index = max(index, self.aspiration)
         discovered = 0.0 if host.fetched + host.in_flight == 0 else 1e-6
         return (index + prior(host) + discovered, size_bonus(host))
