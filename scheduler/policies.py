@@ -165,7 +165,7 @@ class CentralityDepth(Policy):
 class SampleThenDeepen(Policy):
     """Discover, sample k pages, rank by sampled density, deepen the best (the paper's policy)."""
 
-    key, name = "sample_deepen", "sample_deepen_v2"
+    key, name = "sample_deepen", "sample_deepen_v3"
 
     def __init__(self, config: PolicyConfig) -> None:
         super().__init__(config)
@@ -245,7 +245,7 @@ class AdaptiveIndex(SampleThenDeepen):
     ones are likely still undiscovered wastes budget; the aspiration keeps the search going.
     """
 
-    key, name = "adaptive", "adaptive_v3"
+    key, name = "adaptive", "adaptive_v4"
 
     def __init__(self, config: PolicyConfig) -> None:
         super().__init__(config)
@@ -290,7 +290,7 @@ class AdaptiveIndex(SampleThenDeepen):
 class Oracle(Policy):
     """Knows every host's true quality density (the test web's ground truth): the upper bound."""
 
-    key, name = "oracle", "oracle_v2"
+    key, name = "oracle", "oracle_v3"
 
     def pick(self, host: HostRecord) -> int | None:
         return self.best_shaped(host)  # the same page choice as the learning policies: only hosts differ
