@@ -28,8 +28,11 @@ KEYWORD_GROUPS: dict[str, frozenset[str]] = {
     "comment": _set("comment comments reply replies respond discussion"),
     "meta": _set("meta byline author date tags tag category categories posted published"),
     "content": _set("content article post entry main body text story prose rich single page"),
-    "product": _set("product description detail details specs specification price review reviews "
-                         "summary info"),
+    "desc": _set("product description detail details specs spec specification specifications summary info "
+                      "overview features feature attributes"),
+    "review": _set("review reviews rating ratings stars testimonial testimonials ugc"),
+    "shop": _set("cart basket checkout buy price pricing bag wishlist purchase shipping delivery stock qty "
+                      "quantity variant variants swatch swatches size sizes"),
     "forum": _set("thread message messages topic forum postbody bbcode quote answer question"),
     "hidden": _set("hidden hide sr only visually screen reader collapse collapsed"),
 }  # fmt: skip
@@ -50,6 +53,16 @@ STOPWORDS = _set(
 WORD = re.compile(r"\w+")
 SENTENCE_END = (".", "!", "?", ":", "…", "”", '"', ")")
 WINDOWS = (1, 3, 8)
+# Prices and buying phrases mark shop pages, where reviews and product grids are boilerplate. Both match
+# lower-cased text: case-insensitive patterns cost several times more per block.
+PRICE = re.compile(r"[$€£¥₹]\s?\d|\d\s?[€$£]|\b(?:usd|eur|gbp|chf|aud|cad)\s?\d")
+SHOP_PHRASE = re.compile(
+    r"add to (?:cart|bag|basket|wishlist)|buy (?:it )?now|in stock|out of stock"
+    r"|free (?:shipping|delivery|returns)|checkout|quantity|select (?:a )?size|choose (?:a |your )?size"
+)
+MAX_PRICES = 5
+# Blocks sharing their tag and this many nearest class tokens come from one repeated template (cards, rows).
+SIG_TOKENS = 3
 # Character-class rates are estimated on a block's first characters; long blocks cost no more.
 CHAR_SAMPLE = 2_000
 N_TOKEN_STATS = 6
@@ -59,11 +72,14 @@ BASE_NAMES = [
     "digit_rate", "upper_rate", "mean_word_len", "ends_sentence", "n_lines", "stopword_rate",
     "title_overlap", "tag_code", "heading_level", "atomic", "depth", "position", "words_before",
     "log_page_words", "log_page_blocks", "dist_prev_heading", "after_h1", "dup_text",
+    "prices", "shop_phrase", "log_template_repeat", "h1_offset", "h1_word_offset", "page_price_share",
+    "page_shop_phrases", "page_review_share", "page_h1_count",
     *[f"flag_{i}" for i in range(N_FLAGS)],
     *[f"kw_own_{g}" for g in KEYWORD_GROUPS], *[f"kw_anc_{g}" for g in KEYWORD_GROUPS],
     *[f"tok_{s}" for s in ("own_mean", "own_max", "own_min", "anc_mean", "anc_max", "anc_min")],
     *[f"cont{k}_{s}" for k in range(3) for s in ("log_words", "link_density", "log_blocks", "share")],
 ]  # fmt: skip
+COL = {name: i for i, name in enumerate(BASE_NAMES)}
 NEIGHBOUR_BASE = ("log_words", "link_density", "stopword_rate", "tag_code")
 
 
@@ -74,15 +90,31 @@ def _token_stats(tokens: tuple[str, ...], scores: Mapping[str, float]) -> tuple[
     return (sum(values) / len(values), max(values), min(values))
 
 
+def _token_row(block: Block, token_scores: Mapping[str, float]) -> list[float]:
+    """Keyword-group counts and learned scores of a block's class/id tokens (shared by its template)."""
+    own, anc = set(block.own_tokens), set(block.tokens)
+    row = [float(len(own & group)) for group in KEYWORD_GROUPS.values()]
+    row += [float(len(anc & group)) for group in KEYWORD_GROUPS.values()]
+    row += [*_token_stats(block.own_tokens, token_scores), *_token_stats(block.tokens, token_scores)]
+    return row
+
+
 def _block_row(
-    block: Block, title_words: set[str], token_scores: Mapping[str, float], text_counts: dict[str, int]
+    block: Block,
+    title_words: set[str],
+    token_scores: Mapping[str, float],
+    text_counts: dict[str, int],
+    token_rows: dict[tuple[tuple[str, ...], tuple[str, ...]], list[float]],
 ) -> list[float]:
     text = block.text
     n_chars = len(text)
-    words = WORD.findall(text.lower())
+    lower = text.lower()
+    words = WORD.findall(lower)
     n = max(len(words), 1)
     sample = text[:CHAR_SAMPLE]
+    lower_sample = lower[:CHAR_SAMPLE]
     letters = sum(map(str.isalpha, sample)) or 1
+    digits = sum(map(str.isdigit, sample))
     row = [
         math.log1p(block.n_words),
         math.log1p(n_chars),
@@ -91,7 +123,7 @@ def _block_row(
         block.n_links / n,
         text.count(".") / n,
         text.count(",") / n,
-        sum(map(str.isdigit, sample)) / max(len(sample), 1),
+        digits / max(len(sample), 1),
         sum(map(str.isupper, sample)) / letters,
         sum(map(len, words)) / n,
         float(text.rstrip().endswith(SENTENCE_END)),
@@ -105,13 +137,16 @@ def _block_row(
     ]
     row += [0.0] * 7  # position, words_before, page sizes, headings, dup: filled per page
     row[24] = float(text_counts.get(text, 0) > 1)
+    prices = min(len(PRICE.findall(lower_sample)), MAX_PRICES) if digits else 0
+    row += [float(prices), float(SHOP_PHRASE.search(lower_sample) is not None)]
+    row += [0.0] * 7  # template repeat, h1 offsets, page shop/review signals: filled per page
     flags = block.flags
     row += [float((flags >> i) & 1) for i in range(N_FLAGS)]
-    own, anc = set(block.own_tokens), set(block.tokens)
-    row += [float(len(own & group)) for group in KEYWORD_GROUPS.values()]
-    row += [float(len(anc & group)) for group in KEYWORD_GROUPS.values()]
-    row += [*_token_stats(block.own_tokens, token_scores), *_token_stats(block.tokens, token_scores)]
-    return row
+    key = (block.own_tokens, block.tokens)
+    tokens = token_rows.get(key)
+    if tokens is None:
+        tokens = token_rows[key] = _token_row(block, token_scores)
+    return row + tokens
 
 
 def page_features(page: SimplePage, token_scores: Mapping[str, float]) -> np.ndarray:
@@ -123,7 +158,10 @@ def page_features(page: SimplePage, token_scores: Mapping[str, float]) -> np.nda
     text_counts: dict[str, int] = {}
     for b in blocks:
         text_counts[b.text] = text_counts.get(b.text, 0) + 1
-    base = np.array([_block_row(b, title_words, token_scores, text_counts) for b in blocks], dtype=np.float32)
+    token_rows: dict[tuple[tuple[str, ...], tuple[str, ...]], list[float]] = {}
+    base = np.array(
+        [_block_row(b, title_words, token_scores, text_counts, token_rows) for b in blocks], dtype=np.float32
+    )
     n = len(blocks)
     words = np.array([b.n_words for b in blocks], dtype=np.float64)
     total = max(words.sum(), 1.0)
@@ -139,6 +177,7 @@ def page_features(page: SimplePage, token_scores: Mapping[str, float]) -> np.nda
         if heading[i] > 0:
             last = i
             seen_h1 = seen_h1 or heading[i] == 1
+    _page_context(blocks, base, words, total)
     cont = np.zeros((n, 12), dtype=np.float32)
     cw, clw, cb = page.container_words, page.container_link_words, page.container_blocks
     for i, b in enumerate(blocks):
@@ -150,6 +189,30 @@ def page_features(page: SimplePage, token_scores: Mapping[str, float]) -> np.nda
                 cw[cid] / total,
             )
     return np.hstack([base, cont, _neighbours(base)])
+
+
+def _page_context(blocks: list[Block], base: np.ndarray, words: np.ndarray, total: float) -> None:
+    """Page-level shop and review signals, template repetition, and each block's distance from the h1."""
+    n = len(blocks)
+    sigs = [(b.tag, b.tokens[:SIG_TOKENS]) for b in blocks]
+    sig_counts: dict[tuple[str, tuple[str, ...]], int] = {}
+    for sig in sigs:
+        sig_counts[sig] = sig_counts.get(sig, 0) + 1
+    base[:, COL["log_template_repeat"]] = [math.log1p(sig_counts[s]) for s in sigs]
+    h1 = np.flatnonzero(base[:, COL["heading_level"]] == 1)
+    base[:, COL["page_h1_count"]] = len(h1)
+    if len(h1):
+        first = int(h1[0])
+        before = np.cumsum(words) - words
+        base[:, COL["h1_offset"]] = (np.arange(n) - first) / n
+        base[:, COL["h1_word_offset"]] = (before - before[first]) / total
+    else:
+        base[:, COL["h1_offset"]] = np.nan
+        base[:, COL["h1_word_offset"]] = np.nan
+    base[:, COL["page_price_share"]] = float((base[:, COL["prices"]] > 0).mean())
+    base[:, COL["page_shop_phrases"]] = math.log1p(float(base[:, COL["shop_phrase"]].sum()))
+    review = base[:, COL["kw_anc_review"]] > 0
+    base[:, COL["page_review_share"]] = float(words[review].sum() / total)
 
 
 def _neighbours(base: np.ndarray) -> np.ndarray:

@@ -7,36 +7,55 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from cleaner.blocks_features import feature_names, page_features
-from cleaner.labeller import BlockLabeller, LabellerCleaner
-from cleaner.simplify import SimplePage
+from cleaner.labeller import BlockLabeller, LabellerCleaner, keep_mask
+from cleaner.simplify import Block, SimplePage
 from cleaner.wcxb import words
 
 MODEL_DIR = Path(__file__).resolve().parent / "models"
 DEFAULT_MODEL = MODEL_DIR / "blocks_v1.json.gz"
 FORMAT = "hostcrawl-blocks/1"
-# A block is labelled main when this share of its words can be taken from the truth's remaining words.
-LABEL_MIN_SHARE = 0.7
+# A block is labelled main when this share of its words aligns with the truth text.
+LABEL_MIN_SHARE = 0.5
+# A kept block whose exact text an earlier kept block elsewhere on the page already has (a mobile copy,
+# a repeated tab) is dropped when it has at least this many words; short repeats ("Add to cart") are
+# left to the model, and repeats among siblings (a refrain, a repeated table row) are kept.
+REPEAT_MIN_WORDS = 3
 
 
 def block_labels(page: SimplePage, truth: str) -> np.ndarray:
-    """Align blocks with the truth text in reading order; duplicates of used words do not count twice."""
-    remaining = Counter(words(truth))
-    labels = np.zeros(len(page.blocks), dtype=np.int8)
-    for i, block in enumerate(page.blocks):
-        counts = Counter(words(block.text))
-        total = sum(counts.values())
-        if not total:
+    """Align page and truth words in order, so a menu word cannot claim the article's copy of it."""
+    block_words = [words(block.text) for block in page.blocks]
+    flat = [w for ws in block_words for w in ws]
+    owner = np.repeat(np.arange(len(block_words)), [len(ws) for ws in block_words])
+    aligned = np.zeros(len(block_words))
+    matcher = SequenceMatcher(None, flat, words(truth), autojunk=False)
+    for start, _, size in matcher.get_matching_blocks():
+        np.add.at(aligned, owner[start : start + size], 1)
+    sizes = np.array([len(ws) for ws in block_words])
+    return ((sizes > 0) & (aligned >= LABEL_MIN_SHARE * sizes)).astype(np.int8)
+
+
+def _parent(block: Block) -> int:
+    return block.containers[1] if len(block.containers) > 1 else -1
+
+
+def drop_repeats(page: SimplePage, probs: np.ndarray, threshold: float) -> np.ndarray:
+    """Zero the probability of kept blocks that copy, word for word, a kept block under another parent."""
+    first: dict[str, Block] = {}
+    for i, (block, keep) in enumerate(zip(page.blocks, keep_mask(probs, threshold), strict=True)):
+        if not keep:
             continue
-        if sum((counts & remaining).values()) >= LABEL_MIN_SHARE * total:
-            labels[i] = 1
-            remaining -= counts
-    return labels
+        earlier = first.setdefault(block.text, block)
+        if earlier is not block and block.n_words >= REPEAT_MIN_WORDS and _parent(earlier) != _parent(block):
+            probs[i] = 0.0
+    return probs
 
 
 @dataclass(slots=True)
@@ -56,7 +75,7 @@ class BlocksModel:
         probs = self.boosters[0].predict(features, num_threads=1)
         for booster in self.boosters[1:]:
             probs = booster.predict(stack_features(page, features, probs), num_threads=1)
-        return np.asarray(probs, dtype=np.float32)
+        return drop_repeats(page, np.asarray(probs, dtype=np.float32), self.threshold)
 
     def save(self, path: Path) -> None:
         """Deterministic gzip'd JSON: the same training data gives the same bytes."""

@@ -19,12 +19,14 @@ SEED = 20_250_905
 # Inner folds for out-of-fold token scores and first-pass predictions (no block sees its own label).
 INNER_FOLDS = 3
 PASSES = 2
+# Small, regularised trees: on the grouped CV as good overall as 63 leaves, a little better on product
+# pages, and half the model file.
 LGB_PARAMS: dict[str, Any] = {
     "objective": "binary",
     "learning_rate": 0.08,
-    "num_leaves": 63,
-    "min_data_in_leaf": 40,
-    "feature_fraction": 0.8,
+    "num_leaves": 31,
+    "min_data_in_leaf": 100,
+    "feature_fraction": 0.6,
     "bagging_fraction": 0.8,
     "bagging_freq": 1,
     "lambda_l2": 1.0,
@@ -34,8 +36,8 @@ LGB_PARAMS: dict[str, Any] = {
     "num_threads": 1,
 }
 NUM_TREES = 150
-# Chosen on the 5-fold grouped CV: recall is worth more than precision to the word F1 near 0.5.
-THRESHOLD = 0.4
+# Chosen on the 5-fold grouped CV: 0.40 to 0.50 are within 0.002 macro F1; product pages do better above 0.40.
+THRESHOLD = 0.45
 
 
 @dataclass(slots=True)

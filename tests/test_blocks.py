@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from cleaner import CleanedPage, get_cleaner
-from cleaner.blocks_model import DEFAULT_MODEL, BlocksCleaner, BlocksModel, block_labels
+from cleaner.blocks_model import DEFAULT_MODEL, BlocksCleaner, BlocksModel, block_labels, drop_repeats
 from cleaner.blocks_train import Example, train_model
 from cleaner.simplify import simplify
 
@@ -61,6 +61,26 @@ def test_alignment_labels_a_repeated_block_main_only_once() -> None:
 def test_alignment_needs_most_of_a_block_in_the_truth() -> None:
     page = simplify("<p>one two three four five</p><p>one two six seven eight</p>")
     assert block_labels(page, "one two three four five six").tolist() == [1, 0]
+
+
+def test_alignment_follows_reading_order_so_a_menu_cannot_claim_the_headline() -> None:
+    page = simplify(
+        "<nav><p>Winter jackets sale</p></nav><h1>Winter jackets sale</h1>"
+        "<p>Every winter jacket is half price until Sunday in all our stores.</p>"
+    )
+    truth = "Winter jackets sale\nEvery winter jacket is half price until Sunday in all our stores."
+    assert block_labels(page, truth).tolist() == [0, 1, 1]
+
+
+def test_a_kept_paragraph_copied_elsewhere_on_the_page_is_kept_once() -> None:
+    copy = "Handmade stoneware mug, wheel thrown and glazed in our studio."
+    page = simplify(
+        f"<div><p>{copy}</p><p>{copy}</p><p>Buy now</p></div><p>Buy now</p>"
+        f"<div class='mobile'><p>{copy}</p></div>"
+    )
+    probs = drop_repeats(page, np.full(5, 0.9, dtype=np.float32), threshold=0.45)
+    # sibling repeats and short repeats stay; the mobile copy under another parent goes
+    assert probs.tolist() == pytest.approx([0.9, 0.9, 0.9, 0.9, 0.0])
 
 
 def test_trained_model_keeps_article_and_drops_chrome_on_unseen_page(small_model: BlocksModel) -> None:
