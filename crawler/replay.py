@@ -101,10 +101,10 @@ class SimulatedCrawl:
         tally[2] += page.label is None
         if page.status == 200:
             sitemap = page.headers.get("Content-Type", "").startswith("application/xml")
+            nested = sitemap and b"<sitemapindex" in page.body  # its entries are sitemaps, not pages
             for raw in (LOC if sitemap else HREF).findall(page.body):
                 url = urljoin(lease.url, raw.decode("utf-8", "replace"))
                 if url.startswith("http"):
-                    nested = sitemap and b"<sitemapindex" in page.body
                     self.add(url, lease.depth + 1, discover=nested)
         self.scoring.append((lease, None if page.label is None else float(page.label)))
         while len(self.scoring) > self.score_lag:
