@@ -18,7 +18,7 @@ from crawler.replay import replay
 from crawler.testweb import TestWebConfig
 from crawler.testweb.model import SiteModel
 
-POLICIES = ("bfs", "uniform", "hc_depth", "sample_deepen", "adaptive", "oracle")
+POLICIES = ("bfs", "uniform", "hc_depth", "sample_deepen", "adaptive", "sampled_oracle", "oracle")
 
 
 def main(argv: list[str] | None = None) -> int:

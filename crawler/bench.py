@@ -10,13 +10,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scheduler.policies import TRUTH_POLICIES
+
 if TYPE_CHECKING:
     import polars as pl
 
     from crawler.testweb import TestWebProcess
 
 
-POLICIES = ("bfs", "uniform", "hc_depth", "sample_deepen", "adaptive", "oracle")
+POLICIES = ("bfs", "uniform", "hc_depth", "sample_deepen", "adaptive", "sampled_oracle", "oracle")
 RATE_BASELINE = "scrapy"  # Scrapy's own scheduler: the fetch-rate reference for sample_deepen
 # The curve replays the frontier offline (crawler/replay.py): one live crawl per budget would take hours.
 CURVE_SHARES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5)
@@ -62,7 +64,7 @@ def crawl(policy: str, web: TestWebProcess, seeds: Path, out: Path, budget: int)
         "--proxy", web.proxy_url, "--allow-private", "--min-delay", "0", "--max-pages", str(budget),
         "--policy", policy, "--priors", truth, "--no-progress", "--timeout", "10",
     ]  # fmt: skip
-    if policy == "oracle":
+    if policy in TRUTH_POLICIES:
         command += ["--truth", truth]
     started = time.monotonic()
     result = subprocess.run(command, capture_output=True, text=True)

@@ -72,13 +72,13 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
         "--policy",
         choices=POLICY_NAMES,
         help="crawl order: adaptive (default; best), sample_deepen, bfs, uniform, hc_depth, "
-        "oracle (benchmarks: needs --truth), scrapy (Scrapy's own scheduler, a baseline)",
+        "oracle and sampled_oracle (benchmarks: need --truth), scrapy (Scrapy's own scheduler, a baseline)",
     )
     p.add_argument("--sample-pages", type=int, help="pages sampled per host before ranking it (3)")
     p.add_argument("--explore-share", type=float, help="sample_deepen: budget share for sampling (0.2)")
     p.add_argument("--per-host-budget", type=int, help="pages per host, 0 = no cap (0)")
     p.add_argument("--priors", help="ranks parquet from `hostcrawl graph ingest` (HC/PR tie-breaks)")
-    p.add_argument("--truth", help="test web hosts.parquet with true densities (oracle policy only)")
+    p.add_argument("--truth", help="test web hosts.parquet with true densities (oracle policies only)")
     p.add_argument(
         "--resume",
         type=Path,

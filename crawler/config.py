@@ -15,9 +15,10 @@ import tomli_w
 from cleaner.quality import ScorerSpec, ScorerSpecError, scorer_names
 from cleaner.registry import cleaner_names
 from crawler import __version__
+from scheduler.policies import POLICIES, TRUTH_POLICIES
 
-POLICY_NAMES = ("bfs", "uniform", "hc_depth", "sample_deepen", "adaptive", "oracle", "scrapy")
 SCRAPY_SCHEDULER = "scrapy"  # Scrapy's own host-blind scheduler, kept as a benchmark baseline
+POLICY_NAMES = (*POLICIES, SCRAPY_SCHEDULER)
 DEFAULT_CONTACT_URL = "https://github.com/hostcrawl/hostcrawl#crawler"
 
 
@@ -234,7 +235,10 @@ def validate(config: CrawlConfig, source: str = "config") -> None:
         (pol.name in POLICY_NAMES, f"policy.name must be one of {', '.join(POLICY_NAMES)}"),
         (pol.sample_pages >= 1, "policy.sample_pages must be >= 1"),
         (0.0 <= pol.explore_share <= 1.0, "policy.explore_share must be within [0, 1]"),
-        (pol.name != "oracle" or bool(pol.truth), "the oracle policy needs policy.truth (ground truth)"),
+        (
+            pol.name not in TRUTH_POLICIES or bool(pol.truth),
+            f"the {pol.name} policy needs policy.truth (the test web's ground truth)",
+        ),
         (p.min_delay >= 0, "politeness.min_delay must be >= 0 seconds"),
         (p.per_host_concurrency >= 1, "politeness.per_host_concurrency must be >= 1"),
         (p.max_crawl_delay > 0, "politeness.max_crawl_delay must be > 0"),

@@ -14,6 +14,7 @@ from crawler.audit import PolitenessAudit, audit_test_web, yield_against_truth
 from crawler.config import CrawlConfig
 from crawler.run import RunResult, prepare_run_dir, render_report, run_crawl
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
+from scheduler.policies import TRUTH_POLICIES
 
 DEMO_MIN_DELAY = 0.25  # loopback only; live crawls default to 1 s
 DEMO_MAX_PAGES = 4000  # enough for breadth-first to get past home and section pages
@@ -34,7 +35,7 @@ def demo_config(
     config = CrawlConfig(seeds=seeds)
     config.policy.name = policy
     config.policy.priors = str(truth)  # in-link percentiles stand in for web-graph centrality
-    config.policy.truth = str(truth) if policy == "oracle" else None
+    config.policy.truth = str(truth) if policy in TRUTH_POLICIES else None
     config.politeness.allow_private = True  # the test web listens on loopback, on purpose
     config.politeness.min_delay = min_delay
     config.fetch.proxy = proxy

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from scheduler.frontier import SQLiteFrontier
-from scheduler.hosts import HostRecord, HostState, Phase, QueuedUrl
+from scheduler.hosts import HostRecord, HostState, Phase, QueuedUrl, host_state, restore_host
 from scheduler.policies import SHAPE_WINDOW, CrawlProgress, Policy
 from scheduler.urls import TrapGuard, canonical, fingerprint, url_shape
 
@@ -34,6 +34,25 @@ class Lease:
     fetched: bool = False  # reached the network (costs budget and politeness)
     ended: bool = False  # the downloader is done with it
     settled: bool = False  # its outcome is recorded (observed, or replaced by a retry/redirect)
+    fetch_number: int = 0  # the crawl's fetch count when this page arrived
+
+
+@dataclass(slots=True)
+class ScoreLag:
+    """Pages fetched between a page's arrival and its score: how blind the policy's decisions are."""
+
+    pages: int = 0
+    total: int = 0
+    peak: int = 0
+
+    def add(self, lag: int) -> None:
+        self.pages += 1
+        self.total += lag
+        self.peak = max(self.peak, lag)
+
+    def stats(self) -> dict[str, float]:
+        mean = self.total / self.pages if self.pages else 0.0
+        return {"scheduler/score_lag_pages_mean": round(mean, 1), "scheduler/score_lag_pages_max": self.peak}
 
 
 @dataclass(slots=True)
@@ -72,6 +91,7 @@ class HostFrontier:
         self.progress = CrawlProgress(budget=limits.budget)
         self.in_flight = 0
         self.unobserved = 0  # pages fetched whose score has not arrived yet
+        self.score_lag = ScoreLag()
         self.seq = itertools.count()
         self.heap: list[tuple[tuple[float, ...], int, str, int]] = []
         self.waiting: list[tuple[float, str]] = []
@@ -282,6 +302,7 @@ class HostFrontier:
             record.fetched += 1
             self.progress.fetched += 1
             self.unobserved += 1
+            lease.fetch_number = self.progress.fetched
         elif lease.phase is Phase.SAMPLE:
             record.sample_handed -= 1  # never reached the host: draw another sample
         self.dirty.add(record.host)
@@ -306,6 +327,7 @@ class HostFrontier:
         if lease.fetched:
             self.unobserved = max(0, self.unobserved - 1)
             record.settled += 1
+            self.score_lag.add(self.progress.fetched - lease.fetch_number)
             value = 0.0 if score is None else score
             record.scores.append(value)
             if lease.phase is not Phase.DISCOVER:
@@ -402,26 +424,3 @@ class HostFrontier:
 def has_page(record: HostRecord) -> bool:
     """Anything queued besides discovery URLs (sitemaps), within the window the policies look at."""
     return any(not item.discover for item in itertools.islice(record.queue, SHAPE_WINDOW))
-
-
-PERSISTED = (
-    "state", "sample_handed", "scores", "sample_scores", "sample_high", "high", "low", "sitemap_read",
-)  # fmt: skip
-
-
-def host_state(record: HostRecord) -> dict[str, object]:
-    data = {name: getattr(record, name) for name in PERSISTED}
-    data["state"] = record.state.value
-    data["fetched"] = record.settled  # a fetch whose page was lost in a crash is fetched again
-    data["drop_reason"] = record.drop_reason
-    return data
-
-
-def restore_host(record: HostRecord, data: dict[str, object]) -> None:
-    for name in PERSISTED:
-        if name in data:
-            setattr(record, name, data[name])
-    record.state = HostState(str(data.get("state", "new")))
-    record.fetched = record.settled = int(data.get("fetched", 0))  # type: ignore[call-overload]
-    record.sample_handed = len(record.sample_scores)  # samples lost in flight are drawn again
-    record.drop_reason = data.get("drop_reason")  # type: ignore[assignment]

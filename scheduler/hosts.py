@@ -85,3 +85,26 @@ class HostRecord:
 
     def can_fetch_more(self) -> bool:
         return bool(self.queue) and (not self.budget or self.fetched + self.in_flight < self.budget)
+
+
+PERSISTED = (
+    "state", "sample_handed", "scores", "sample_scores", "sample_high", "high", "low", "sitemap_read",
+)  # fmt: skip
+
+
+def host_state(record: HostRecord) -> dict[str, object]:
+    data = {name: getattr(record, name) for name in PERSISTED}
+    data["state"] = record.state.value
+    data["fetched"] = record.settled  # a fetch whose page was lost in a crash is fetched again
+    data["drop_reason"] = record.drop_reason
+    return data
+
+
+def restore_host(record: HostRecord, data: dict[str, object]) -> None:
+    for name in PERSISTED:
+        if name in data:
+            setattr(record, name, data[name])
+    record.state = HostState(str(data.get("state", "new")))
+    record.fetched = record.settled = int(data.get("fetched", 0))  # type: ignore[call-overload]
+    record.sample_handed = len(record.sample_scores)  # samples lost in flight are drawn again
+    record.drop_reason = data.get("drop_reason")  # type: ignore[assignment]

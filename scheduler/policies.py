@@ -31,7 +31,7 @@ class PolicyConfig:
     # 0.9 was best in benchmarks/policy_sim.py at budgets of 5%, 10% and 25% of the test web
     aspiration_quantile: float = 0.9
     lazy_sitemaps: bool = True  # sample_deepen, adaptive: fetch a host's sitemaps only to deepen it
-    truth: Mapping[str, float] = field(default_factory=dict)  # oracle only: host -> true density
+    truth: Mapping[str, float] = field(default_factory=dict)  # TRUTH_POLICIES only: host -> true density
 
 
 @dataclass(slots=True)
@@ -60,6 +60,14 @@ BAD_SHAPE_MEAN = 0.2  # Laplace mean of a shape after 3 low pages and no high on
 SHAPE_PRIOR_WEIGHT = 2.0
 
 
+def linked_page(host: HostRecord) -> bool:
+    """A page other than the home page and sitemaps is known: sampling needs no discovery fetch."""
+    return any(
+        not item.discover and urlsplit(item.url).path not in ("", "/")
+        for item in itertools.islice(host.queue, SHAPE_WINDOW)
+    )
+
+
 def prior(host: HostRecord) -> float:
     return PRIOR_TIEBREAK * (host.hc_percentile or 0.0)
 
@@ -67,6 +75,7 @@ def prior(host: HostRecord) -> float:
 class Policy(ABC):
     key: ClassVar[str]  # the --policy name
     name: ClassVar[str]  # versioned name written into every output
+    needs_truth: ClassVar[bool] = False  # reads the test web's ground truth: benchmarks only
 
     def __init__(self, config: PolicyConfig) -> None:
         self.config = config
@@ -271,26 +280,51 @@ class AdaptiveIndex(SampleThenDeepen):
         observations = host.high + host.low
         if host.fetched + host.in_flight - host.settled >= max(1, observations):
             return None  # its pages' scores are on their way: more fetches now would be blind deepening
-        index = host.density_mean() + self.config.exploration_bonus * host.density_sd()
+        mean, sd = self.estimate(host)
+        index = mean + self.config.exploration_bonus * sd
         if observations < self.config.min_observations:
             index = max(index, self.aspiration)
         discovered = 0.0 if host.fetched + host.in_flight == 0 else 1e-6
+        if not observations and linked_page(host):
+            discovered += 2 * PRIOR_TIEBREAK  # its first fetch is a sample, not a home page
         return (index + prior(host) + discovered, size_bonus(host))
+
+    def estimate(self, host: HostRecord) -> tuple[float, float]:
+        """The host's density: posterior mean and standard deviation."""
+        return host.density_mean(), host.density_sd()
 
     def observed(self, host: HostRecord) -> str | None:
         observations = host.high + host.low
         if observations >= self.config.min_observations:
-            self.means[host.host] = host.density_mean()
+            mean = self.means[host.host] = self.estimate(host)[0]
             self.changes += 1
-            if host.density_mean() < self.config.drop_below:
+            if mean < self.config.drop_below:
                 return "turned_bad"
         return None
+
+
+class SampledOracle(AdaptiveIndex):
+    """adaptive that knows a host's true density once one of its pages is scored (benchmark only).
+
+    The bound for any policy that must look at a host before it knows it: what is left between this
+    and `oracle` is the price of discovery and sampling, between `adaptive` and this the price of
+    learning a density from a few pages.
+    """
+
+    key, name = "sampled_oracle", "sampled_oracle_v1"
+    needs_truth = True
+
+    def estimate(self, host: HostRecord) -> tuple[float, float]:
+        if host.high + host.low == 0:
+            return super().estimate(host)
+        return self.config.truth.get(host.host, 0.0), 0.0
 
 
 class Oracle(Policy):
     """Knows every host's true quality density (the test web's ground truth): the upper bound."""
 
     key, name = "oracle", "oracle_v3"
+    needs_truth = True
 
     def pick(self, host: HostRecord) -> int | None:
         return self.best_shaped(host)  # the same page choice as the learning policies: only hosts differ
@@ -301,8 +335,11 @@ class Oracle(Policy):
 
 POLICIES: dict[str, type[Policy]] = {
     cls.key: cls
-    for cls in (BreadthFirst, UniformBreadth, CentralityDepth, SampleThenDeepen, AdaptiveIndex, Oracle)
-}
+    for cls in (
+        BreadthFirst, UniformBreadth, CentralityDepth, SampleThenDeepen, AdaptiveIndex, SampledOracle, Oracle
+    )
+}  # fmt: skip
+TRUTH_POLICIES = frozenset(key for key, cls in POLICIES.items() if cls.needs_truth)
 
 
 def make_policy(key: str, config: PolicyConfig | None = None) -> Policy:

@@ -86,6 +86,8 @@ class HostScheduler:
         if self.wakeup is not None and self.wakeup.active():
             self.wakeup.cancel()
         if self.frontier is not None:
+            for key, value in self.frontier.score_lag.stats().items():
+                self.stats.set_value(key, value)
             self.frontier.commit()
             self.frontier.store.close()
 

@@ -128,6 +128,27 @@ def test_adaptive_drops_a_host_whose_pages_turn_out_bad(tmp_path: Path) -> None:
     assert frontier.hosts["good.example"].fetched == 151  # all of it
 
 
+def test_sampled_oracle_leaves_a_bad_host_after_its_first_scored_page(tmp_path: Path) -> None:
+    """Told the truth once it has looked, a policy never spends a second look on a bad host, even when
+    that first page was lucky; adaptive, which must learn, does."""
+    qualities = two_classes(40)
+    looks: dict[str, dict[str, int]] = {}
+    for policy in ("sampled_oracle", "adaptive"):
+        (tmp_path / policy).mkdir()
+        frontier, clock = make_frontier(tmp_path / policy, policy, budget=600, truth=qualities)
+        seed_hosts(frontier, qualities, pages=60)
+        leases = simulate(frontier, clock, quality_scorer(qualities))
+        assert len(leases) == 600
+        bad = [
+            lease.host
+            for lease in leases
+            if qualities[lease.host] < 0.5 and lease.phase is not Phase.DISCOVER
+        ]
+        looks[policy] = {host: bad.count(host) for host in set(bad)}
+    assert looks["sampled_oracle"] and max(looks["sampled_oracle"].values()) == 1, looks["sampled_oracle"]
+    assert sum(looks["adaptive"].values()) > sum(looks["sampled_oracle"].values())
+
+
 def test_a_host_is_never_handed_out_before_its_delay(tmp_path: Path) -> None:
     frontier, clock = make_frontier(tmp_path, "bfs", budget=200)
     seed_hosts(frontier, {"a.example": 0.5, "b.example": 0.5}, pages=60)
