@@ -3,14 +3,29 @@
 from __future__ import annotations
 
 import logging
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from w3lib.encoding import html_to_unicode, read_bom
 
+from cleaner.simplify import simplify
+
 LOGGER = logging.getLogger(__name__)
+
+# Work per page is capped at this many characters of HTML, the crawl's own raw-byte cap (4 MiB); the
+# cleaners cut further (the simplifier at 3M characters, trafilatura at 5 MB), so no page costs a
+# worker more than a few seconds.
+MAX_CLEAN_CHARS = 4 * 2**20
+# Binary bodies served as HTML show NULs or C0 control characters in their head; HTML has almost none.
+BINARY_SNIFF_CHARS = 4096
+BINARY_CONTROL_SHARE = 0.10
+CONTROL_CHARS = re.compile("[\x00-\x08\x0e-\x1f]")
+# Main text with more U+FFFD than this was decoded with the wrong charset: not worth keeping.
+MAX_REPLACEMENT_SHARE = 0.01
+EMPTY = "cleaner/empty"  # errors are `cleaner/empty/<reason>`: empty, binary, no_body, no_text, ...
 
 # Charset sniffing is slow and its verdict settles within the first kilobytes.
 SNIFF_BYTES = 65_536
@@ -28,8 +43,70 @@ class CleanedPage:
     cleaner: str
 
 
+@dataclass(slots=True)
+class Extracted:
+    """One page's cleaner output, or the reason it has none."""
+
+    page: CleanedPage | None = None
+    error: str | None = None
+    truncated: bool = False
+
+
+def failed(stage: str, exc: BaseException) -> str:
+    """Counter-friendly reason such as `cleaner/exception/ValueError`."""
+    return f"{stage}/exception/{type(exc).__name__}"
+
+
+def empty(reason: str) -> str:
+    """`cleaner/empty/<reason>`: the page has no main text, and why."""
+    return f"{EMPTY}/{reason}"
+
+
+def looks_binary(html: str) -> bool:
+    """A body that is not text (an image, an archive, random bytes) decoded as if it were HTML."""
+    head = html[:BINARY_SNIFF_CHARS]
+    if not head:
+        return False
+    return "\x00" in head or len(CONTROL_CHARS.findall(head)) > BINARY_CONTROL_SHARE * len(head)
+
+
+def prepare(html: str) -> tuple[str, Extracted]:
+    """Cap, sanitise and sniff one page before any parser sees it."""
+    out = Extracted()
+    if not html or html.isspace():
+        out.error = empty("empty")
+        return "", out
+    if len(html) > MAX_CLEAN_CHARS:
+        html, out.truncated = html[:MAX_CLEAN_CHARS], True
+    if looks_binary(html):
+        out.error = empty("binary")
+        return "", out
+    if not html.isascii():
+        try:
+            html.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates from a lenient decoder: parsers refuse them
+            html = html.encode("utf-8", errors="replace").decode("utf-8")
+    return html, out
+
+
+def _check_text(out: Extracted) -> None:
+    """Drop text decoded with the wrong charset (mostly U+FFFD)."""
+    page = out.page
+    if page is not None and page.text.count("\ufffd") > MAX_REPLACEMENT_SHARE * len(page.text):
+        out.page, out.error = None, empty("bad_encoding")
+
+
+def _why_empty(html: str) -> str:
+    """A heuristic cleaner found nothing: the simplifier tells whether the page had any text."""
+    try:
+        reason = simplify(html).reason
+    except Exception:
+        reason = None
+    return empty(reason or "no_main")
+
+
 class Cleaner(ABC):
-    """Base of every cleaner: subclasses write `extract`; `clean` owns the never-raise policy."""
+    """Base of every cleaner: subclasses write `extract`; `clean` and `clean_batch` never raise."""
 
     name: ClassVar[str]
 
@@ -44,6 +121,34 @@ class Cleaner(ABC):
         except Exception as exc:  # any parser failure means "no content" to the caller
             LOGGER.debug("cleaner %s failed on %s: %r", self.name, url, exc)
             return None
+
+    def clean_batch(self, htmls: Sequence[str], urls: Sequence[str]) -> list[Extracted]:
+        """The crawl's path: every page gets its text or a reason, whatever the others do."""
+        out: list[Extracted] = []
+        todo: list[tuple[int, str]] = []
+        for i, raw in enumerate(htmls):
+            html, extracted = prepare(raw)
+            out.append(extracted)
+            if extracted.error is None:
+                todo.append((i, html))
+        self.extract_prepared(todo, urls, out)
+        for extracted in out:
+            _check_text(extracted)
+        return out
+
+    def extract_prepared(
+        self, todo: list[tuple[int, str]], urls: Sequence[str], out: list[Extracted]
+    ) -> None:
+        """Fill `out[i]` for each prepared (i, html): page by page; labellers batch instead."""
+        for i, html in todo:
+            try:
+                out[i].page = self.extract(html, urls[i])
+            except Exception as exc:  # broken markup must not stop the crawl: count it instead
+                LOGGER.debug("cleaner %s failed on %s: %r", self.name, urls[i], exc)
+                out[i].error = failed("cleaner", exc)
+                continue
+            if out[i].page is None:
+                out[i].error = _why_empty(html)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
 
-from cleaner.base import CleanedPage, Cleaner
+from cleaner.base import CleanedPage, Cleaner, Extracted, empty, failed
 from cleaner.render import render_markdown, render_text
-from cleaner.simplify import SimplePage
+from cleaner.simplify import SimplePage, simplify
+
+LOGGER = logging.getLogger(__name__)
 
 # A block is kept when its main-content probability reaches this.
 KEEP_THRESHOLD = 0.5
@@ -52,13 +55,60 @@ class LabellerCleaner(Cleaner):
         return self.extract_batch([html])[0]
 
     def extract_batch(self, htmls: Sequence[str]) -> list[CleanedPage | None]:
-        """Clean a batch of pages with one labeller call; pages without text come back None.
-
-        The crawl's path (`cleaner.pipeline.extract_batch`), which also says why a page is empty."""
-        from cleaner.pipeline import extract_batch  # the pipeline dispatches on this class
-
+        """Clean a batch of pages with one labeller call; pages without text come back None."""
         self.labeller()  # a missing or broken model is the caller's error to see, not an empty page
-        return [one.page for one in extract_batch(self, htmls, [""] * len(htmls))]
+        return [one.page for one in self.clean_batch(htmls, [""] * len(htmls))]
+
+    def extract_prepared(
+        self, todo: list[tuple[int, str]], urls: Sequence[str], out: list[Extracted]
+    ) -> None:
+        """simplify -> one labeller call -> render, keeping the simplifier's reason for empty pages."""
+        simple: list[tuple[int, SimplePage]] = []
+        for i, html in todo:
+            try:
+                page = simplify(html)
+            except Exception as exc:
+                out[i].error = failed("cleaner", exc)
+                continue
+            out[i].truncated |= page.truncated
+            if page.blocks:
+                simple.append((i, page))
+            else:
+                out[i].error = empty(page.reason or "no_text")
+        probs = self._label([page for _, page in simple])
+        for (i, page), p in zip(simple, probs, strict=True):
+            if isinstance(p, Exception):
+                out[i].error = failed("cleaner", p)
+                continue
+            try:
+                out[i].page = self.render(page, p)
+            except Exception as exc:
+                out[i].error = failed("cleaner", exc)
+                continue
+            if out[i].page is None:
+                out[i].error = empty("no_main")
+
+    def _label(self, pages: list[SimplePage]) -> list[np.ndarray | Exception]:
+        """One labeller call for the batch; if it fails, page by page so only the culprit is lost."""
+        if not pages:
+            return []
+        try:
+            labeller = self.labeller()
+        except Exception as exc:  # a missing model file fails every page the same way
+            return [exc] * len(pages)
+        try:
+            probs = labeller.label(pages)
+            if len(probs) == len(pages):
+                return list(probs)
+        except Exception as exc:
+            LOGGER.debug("labeller %s failed on a batch of %d: %r", self.name, len(pages), exc)
+        out: list[np.ndarray | Exception] = []
+        for page in pages:
+            try:
+                out.append(labeller.label([page])[0])
+            except Exception as exc:
+                out.append(exc)
+        return out
 
     def render(self, page: SimplePage, probs: np.ndarray) -> CleanedPage | None:
         """Kept blocks as text and Markdown; None when no block is kept."""

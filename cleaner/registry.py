@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 
-from cleaner.base import CleanedPage, Cleaner
+from cleaner.base import CleanedPage, Cleaner, Extracted, empty
 
 # Cleaning switched off: pages are fetched and stored, no text is extracted (the crawl's baseline).
 NO_CLEANER = "none"
@@ -33,6 +34,12 @@ class NoCleaner(Cleaner):
 
     def extract(self, html: str, url: str | None = None) -> CleanedPage | None:
         return None
+
+    def extract_prepared(
+        self, todo: list[tuple[int, str]], urls: Sequence[str], out: list[Extracted]
+    ) -> None:
+        for i, _ in todo:
+            out[i].error = empty("disabled")
 
 
 def cleaner_names() -> tuple[str, ...]:

@@ -26,6 +26,7 @@ from crawler.testweb.model import SiteModel
 from crawler.testweb.robots import GENERIC_UA
 from scheduler.core import FrontierLimits, HostFrontier, Lease
 from scheduler.frontier import SQLiteFrontier
+from scheduler.hosts import HostRecord
 from scheduler.policies import TRUTH_POLICIES, PolicyConfig, make_policy
 
 HREF = re.compile(rb'href="([^"#]+)"')
@@ -52,11 +53,15 @@ class SimulatedCrawl:
         self.clock = 0.0
         truth = {h.name: h.q for h in model.hosts}
         config = PolicyConfig(truth=truth if policy in TRUTH_POLICIES else {}, **overrides)
-        self.frontier = HostFrontier(
-            SQLiteFrontier(db), make_policy(policy, config), FrontierLimits(budget=budget), lambda: self.clock
-        )
         ranks = np.argsort(np.argsort([h.in_links for h in model.hosts])) / max(1, len(model.hosts) - 1)
         self.percentile = {h.name: float(r) for h, r in zip(model.hosts, ranks, strict=True)}
+        self.frontier = HostFrontier(
+            SQLiteFrontier(db),
+            make_policy(policy, config),
+            FrontierLimits(budget=budget),
+            lambda: self.clock,
+            on_new_host=self.apply_prior,
+        )
         self.concurrency = concurrency
         self.robots: dict[str, Protego | None] = {}
         self.hits: list[int] = []
@@ -64,12 +69,8 @@ class SimulatedCrawl:
         self.score_lag = SCORE_LAG
         self.scoring: deque[tuple[Lease, float | None]] = deque()  # fetched, score not delivered yet
 
-    def add(self, url: str, depth: int, discover: bool = False) -> None:
-        known = len(self.frontier.hosts)
-        self.frontier.add(url, depth, discover=discover)
-        if len(self.frontier.hosts) > known:
-            record = next(reversed(self.frontier.hosts.values()))
-            record.hc_percentile = self.percentile.get(record.host)
+    def apply_prior(self, record: HostRecord) -> None:
+        record.hc_percentile = self.percentile.get(record.host)
 
     def rules(self, host: str) -> Protego | None:
         """robots.txt on first contact; its sitemaps go to the front of the host's queue."""
@@ -80,7 +81,7 @@ class SimulatedCrawl:
             self.robots[host] = parsed
             for sitemap in [] if parsed is None else list(parsed.sitemaps):
                 if urlsplit(sitemap).hostname == host:
-                    self.add(sitemap, 0, discover=True)
+                    self.frontier.add(sitemap, 0, discover=True)
         return self.robots[host]
 
     def complete(self, lease: Lease) -> None:
@@ -106,14 +107,14 @@ class SimulatedCrawl:
             for raw in (LOC if sitemap else HREF).findall(page.body):
                 url = urljoin(lease.url, raw.decode("utf-8", "replace"))
                 if url.startswith("http"):
-                    self.add(url, lease.depth + 1, discover=nested)
+                    self.frontier.add(url, lease.depth + 1, discover=nested)
         self.scoring.append((lease, None if page.label is None else float(page.label)))
         while len(self.scoring) > self.score_lag:
             self.frontier.observe(*self.scoring.popleft())
 
     def run(self) -> None:
         for spec in self.model.hosts:
-            self.add(spec.home, 0)
+            self.frontier.add(spec.home, 0)
         in_flight: deque[Lease] = deque()
         while True:
             while len(in_flight) < self.concurrency:

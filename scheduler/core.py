@@ -78,6 +78,7 @@ class HostFrontier:
         clock: Callable[[], float],
         count: Callable[[str], None] = lambda key: None,
         guard: TrapGuard | None = None,
+        on_new_host: Callable[[HostRecord], None] = lambda record: None,
     ) -> None:
         self.store = store
         self.policy = policy
@@ -85,6 +86,7 @@ class HostFrontier:
         self.clock = clock
         self.count = count
         self.guard = guard or TrapGuard()
+        self.on_new_host = on_new_host  # sets a new host's priors (centrality), whether queued or resumed
         self.hosts: dict[str, HostRecord] = {}
         self.seen: set[int] = set()
         self.patterns: dict[str, Counter[str]] = {}
@@ -108,6 +110,7 @@ class HostFrontier:
         if record is None:
             record = self.hosts[name] = HostRecord(name, budget=self.limits.per_host_budget)
             record.tld = name.rsplit(".", 1)[-1]
+            self.on_new_host(record)
             self.count("host/discovered")
         return record
 

@@ -12,6 +12,7 @@ from scrapy import Request, signals
 
 from scheduler.core import FrontierLimits, HostFrontier, Lease
 from scheduler.frontier import SQLiteFrontier
+from scheduler.hosts import HostRecord
 from scheduler.policies import PolicyConfig, make_policy
 from scheduler.priors import load_priors, load_truth
 
@@ -70,14 +71,13 @@ class HostScheduler:
     def open(self, spider: Any) -> None:
         self.spider = spider
         store = SQLiteFrontier(self.run_dir / FRONTIER_FILE)
-        self.frontier = HostFrontier(store, self.policy, self.limits, time.monotonic, self._count)
+        self.frontier = HostFrontier(
+            store, self.policy, self.limits, time.monotonic, self._count, on_new_host=self._apply_prior
+        )
         requeued = self.frontier.load()
         self.stats.set_value("frontier/resumed_in_flight", requeued)
         self.stats.set_value("frontier/fetched", self.frontier.progress.fetched)
         self.stats.set_value("hostcrawl/policy", self.policy.name)
-        if self.priors is not None:
-            for record in self.frontier.hosts.values():
-                self._apply_prior(record.host)
         logger.info(
             "frontier: %d hosts, %d requeued, policy %s", len(self.frontier.hosts), requeued, self.policy.name
         )
@@ -97,11 +97,9 @@ class HostScheduler:
     def has_pending_requests(self) -> bool:
         return self.frontier is not None and self.frontier.has_pending()
 
-    def _apply_prior(self, host: str) -> None:
-        assert self.frontier is not None and self.priors is not None
-        prior = self.priors.lookup(host)
+    def _apply_prior(self, record: HostRecord) -> None:
+        prior = None if self.priors is None else self.priors.lookup(record.host)
         if prior is not None:
-            record = self.frontier.hosts[host]
             record.hc_percentile, record.pr_percentile = prior.hc_percentile, prior.pr_percentile
 
     def enqueue_request(self, request: Request) -> bool:
@@ -111,7 +109,6 @@ class HostScheduler:
             self.frontier.retire(old)  # a retry or redirect of a request we handed out
         kept = {k: request.meta[k] for k in KEPT_META if k in request.meta}
         extra = pickle.dumps(kept) if kept else None
-        known = len(self.frontier.hosts)
         reason = self.frontier.add(
             request.url,
             int(request.meta.get("depth", 0)),
@@ -120,8 +117,6 @@ class HostScheduler:
             after=old,
             discover=bool(request.meta.get(DISCOVER_META)),
         )
-        if self.priors is not None and len(self.frontier.hosts) > known:
-            self._apply_prior(next(reversed(self.frontier.hosts)))
         if reason is not None:
             if reason == "duplicate" and request.url in request.meta.get("redirect_urls", ()):
                 reason = "redirect_loop"  # the redirect chain came back to where it started

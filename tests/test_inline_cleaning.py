@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from cleaner import decode_html
+from cleaner.base import MAX_CLEAN_CHARS
 from cleaner.blocks_model import BlocksCleaner
-from cleaner.pipeline import MAX_CLEAN_CHARS, PageResult, extract_batch, process_page, process_pages
+from cleaner.pipeline import PageResult, process_page, process_pages
 from cleaner.simplify import SimplePage
 from crawler.pipeline import WORKER_CRASH, WORKER_NICENESS, BatchCleaner, init_worker
 
@@ -119,7 +120,7 @@ class PickyCleaner(BlocksCleaner):
 
 def test_labeller_failing_on_one_page_costs_only_that_page() -> None:
     htmls = [GOOD, GOOD.replace("pier", "poison pier"), RUSSIAN]
-    out = extract_batch(PickyCleaner(), htmls, ["http://a.example/"] * 3)
+    out = PickyCleaner().clean_batch(htmls, ["http://a.example/"] * 3)
     assert out[1].page is None and out[1].error == "cleaner/exception/RuntimeError"
     assert out[0].page is not None and "ferry timetable" in out[0].page.text
     assert out[2].page is not None and out[2].error is None
