@@ -88,6 +88,21 @@ def fits(prompt: str, n_blocks: int, max_tokens: int = MAX_MODEL_TOKENS) -> bool
     return len(prompt) / CHARS_PER_TOKEN + n_blocks * ANSWER_TOKENS_PER_BLOCK <= max_tokens
 
 
+def regex_sampling_params(regex: str, max_tokens: int) -> Any:
+    """Greedy decoding constrained to `regex`, in the API of the installed vLLM."""
+    from vllm import SamplingParams
+
+    try:  # vLLM 0.11 on; 0.12 removed the guided_decoding field
+        from vllm.sampling_params import StructuredOutputsParams
+    except ImportError:  # vLLM 0.10
+        from vllm.sampling_params import GuidedDecodingParams
+
+        guided = GuidedDecodingParams(regex=regex)
+        return SamplingParams(temperature=0.0, max_tokens=max_tokens, guided_decoding=guided)
+    constraint = StructuredOutputsParams(regex=regex)
+    return SamplingParams(temperature=0.0, max_tokens=max_tokens, structured_outputs=constraint)
+
+
 class VllmEngine:
     """vLLM offline engine with regex-constrained decoding (the `vllm` extra)."""
 
@@ -101,13 +116,7 @@ class VllmEngine:
     def generate(
         self, prompts: Sequence[str], regexes: Sequence[str], max_tokens: Sequence[int]
     ) -> list[str | None]:  # pragma: no cover - needs a GPU
-        from vllm import SamplingParams
-        from vllm.sampling_params import GuidedDecodingParams
-
-        params = [
-            SamplingParams(temperature=0.0, max_tokens=m, guided_decoding=GuidedDecodingParams(regex=r))
-            for r, m in zip(regexes, max_tokens, strict=True)
-        ]
+        params = [regex_sampling_params(r, m) for r, m in zip(regexes, max_tokens, strict=True)]
         outputs = self.llm.generate(list(prompts), params)
         return [o.outputs[0].text if o.outputs else None for o in outputs]
 

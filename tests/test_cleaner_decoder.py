@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import sys
+import types
 from collections.abc import Sequence
 
 import numpy as np
@@ -15,6 +17,7 @@ from cleaner.decoder import (
     build_prompt,
     label_regex,
     parse_labels,
+    regex_sampling_params,
 )
 from cleaner.labeller import BlockLabeller
 from cleaner.simplify import SimplePage, simplify
@@ -109,3 +112,31 @@ def test_engine_failure_sends_the_whole_batch_to_the_fallback() -> None:
     (labels,) = labeller.label([simplify(PAGE)])
     assert labels.tolist() == [0.75] * 4
     assert labeller.counts == {"decoder/fallback/engine_error": 1, "decoder/fallback/parse": 1}
+
+
+def _fake_vllm(monkeypatch: pytest.MonkeyPatch, constraint_class: str) -> None:
+    """A stand-in for vLLM (it needs a GPU): only its sampling classes, in one API or the other."""
+
+    class Params:
+        def __init__(self, **kwargs: object) -> None:
+            self.kwargs = kwargs
+
+    vllm = types.ModuleType("vllm")
+    vllm.SamplingParams = Params  # type: ignore[attr-defined]
+    sampling = types.ModuleType("vllm.sampling_params")
+    setattr(sampling, constraint_class, Params)
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+    monkeypatch.setitem(sys.modules, "vllm.sampling_params", sampling)
+
+
+@pytest.mark.parametrize(
+    ("api", "field"),
+    [("StructuredOutputsParams", "structured_outputs"), ("GuidedDecodingParams", "guided_decoding")],
+)
+def test_regex_constraint_reaches_vllm_in_its_old_and_new_api(
+    monkeypatch: pytest.MonkeyPatch, api: str, field: str
+) -> None:
+    _fake_vllm(monkeypatch, api)
+    params = regex_sampling_params("(1:[MB]\\n)", 12).kwargs
+    assert params["temperature"] == 0.0 and params["max_tokens"] == 12
+    assert params[field].kwargs == {"regex": "(1:[MB]\\n)"}, params
