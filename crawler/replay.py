@@ -24,9 +24,10 @@ from protego import Protego
 
 from crawler.testweb.model import SiteModel
 from crawler.testweb.robots import GENERIC_UA
-from scheduler.core import FrontierLimits, HostFrontier, Lease
+from scheduler.core import FrontierLimits, HostFrontier
 from scheduler.frontier import SQLiteFrontier
 from scheduler.hosts import HostRecord
+from scheduler.lease import Lease
 from scheduler.policies import TRUTH_POLICIES, PolicyConfig, make_policy
 
 HREF = re.compile(rb'href="([^"#]+)"')

@@ -12,47 +12,12 @@ from urllib.parse import urlsplit
 
 from scheduler.frontier import SQLiteFrontier
 from scheduler.hosts import HostRecord, HostState, Phase, QueuedUrl, host_state, restore_host
+from scheduler.lease import Lease, ScoreLag
 from scheduler.policies import SHAPE_WINDOW, CrawlProgress, Policy
 from scheduler.urls import TrapGuard, canonical, fingerprint, url_shape
 
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
 DIGITS = re.compile(r"\d+")
-
-
-@dataclass(slots=True)
-class Lease:
-    """A URL handed out for fetching; returned to `fetch_ended` and `observe`."""
-
-    host: str
-    url: str
-    depth: int
-    row_id: int
-    seq: int
-    phase: Phase
-    extra: bytes | None
-    sitemap: bool = False  # a discovery URL: once read, the host's URLs are all known
-    fetched: bool = False  # reached the network (costs budget and politeness)
-    ended: bool = False  # the downloader is done with it
-    settled: bool = False  # its outcome is recorded (observed, or replaced by a retry/redirect)
-    fetch_number: int = 0  # the crawl's fetch count when this page arrived
-
-
-@dataclass(slots=True)
-class ScoreLag:
-    """Pages fetched between a page's arrival and its score: how blind the policy's decisions are."""
-
-    pages: int = 0
-    total: int = 0
-    peak: int = 0
-
-    def add(self, lag: int) -> None:
-        self.pages += 1
-        self.total += lag
-        self.peak = max(self.peak, lag)
-
-    def stats(self) -> dict[str, float]:
-        mean = self.total / self.pages if self.pages else 0.0
-        return {"scheduler/score_lag_pages_mean": round(mean, 1), "scheduler/score_lag_pages_max": self.peak}
 
 
 @dataclass(slots=True)

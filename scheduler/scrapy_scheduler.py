@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import Request, signals
 
-from scheduler.core import FrontierLimits, HostFrontier, Lease
+from scheduler.core import FrontierLimits, HostFrontier
 from scheduler.frontier import SQLiteFrontier
 from scheduler.hosts import HostRecord
+from scheduler.lease import Lease
 from scheduler.policies import PolicyConfig, make_policy
 from scheduler.priors import load_priors, load_truth
 

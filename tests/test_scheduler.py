@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.core import FrontierLimits, HostFrontier, Lease
+from scheduler.core import FrontierLimits, HostFrontier
 from scheduler.frontier import FrontierError, SQLiteFrontier
 from scheduler.hosts import HostState, Phase
+from scheduler.lease import Lease
 from scheduler.policies import PolicyConfig, make_policy
 from scheduler.urls import TrapGuard, canonical
 
