@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -123,3 +124,17 @@ def process_page(
 ) -> PageResult:
     """One page through `process_pages`."""
     return process_pages([(html, url)], cleaner_name, scorer_names, langid)[0]
+
+
+WARM_UP_PAGE = (
+    "<html><body><article><h1>Warm-up</h1><p>"
+    + "A short paragraph of plain text. " * 12
+    + "</p></article></body></html>"
+)
+
+
+def warm_up(cleaner_name: str, scorer_names: tuple[str, ...], langid: str | None = DEFAULT_LANGID) -> int:
+    """Import, load and run the cleaner, scorers and language id once, so a worker's first real batch
+    is not held up by start-up; returns the worker's process id."""
+    process_pages([(WARM_UP_PAGE, "http://warm-up.invalid/")], cleaner_name, scorer_names, langid)
+    return os.getpid()

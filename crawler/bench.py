@@ -40,6 +40,9 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--budget-share", type=float, default=0.10, help="budget as share of all pages")
     p.add_argument("--policies", default=",".join(POLICIES), help="comma-separated policies")
     p.add_argument("--no-rate-baseline", action="store_true", help="skip the Scrapy scheduler run")
+    p.add_argument(
+        "--concurrency", type=int, default=32, help="requests in flight per crawl and per curve replay (32)"
+    )
     p.add_argument("--out", type=Path, default=Path("runs/bench-yield"), help="working directory")
     p.add_argument("--json", type=Path, help="write {policy: {hq, fetched, hq_per_fetch}} here")
     p.add_argument(
@@ -56,13 +59,14 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_bench_yield)
 
 
-def crawl(policy: str, web: TestWebProcess, seeds: Path, out: Path, budget: int) -> float:
+def crawl(policy: str, web: TestWebProcess, seeds: Path, out: Path, budget: int, concurrency: int) -> float:
     """One policy's crawl in its own process (Scrapy's reactor runs once per process); wall seconds."""
     truth = str(web.out_dir / "hosts.parquet")
     command = [
         sys.executable, "-m", "crawler.cli", "crawl", "--seeds", str(seeds), "--out", str(out),
         "--proxy", web.proxy_url, "--allow-private", "--min-delay", "0", "--max-pages", str(budget),
         "--policy", policy, "--priors", truth, "--no-progress", "--timeout", "10",
+        "--concurrency", str(concurrency),
     ]  # fmt: skip
     if policy in TRUTH_POLICIES:
         command += ["--truth", truth]
@@ -113,7 +117,7 @@ def cmd_bench_yield(args: argparse.Namespace) -> int:
         runs = [*policies] + ([] if args.no_rate_baseline else [RATE_BASELINE])
         for policy in runs:
             run = args.out / f"run-{policy}-{int(time.time())}"
-            wall = crawl(policy, web, seeds, run, budget)
+            wall = crawl(policy, web, seeds, run, budget, args.concurrency)
             results[policy] = grade(run, truth_pages, budget)
             r = results[policy]
             print(
@@ -126,7 +130,7 @@ def cmd_bench_yield(args: argparse.Namespace) -> int:
     print(f"plot: {args.out / 'yield.png'}")
     shares = [float(s) for s in args.curve_shares.split(",") if s]
     if shares:
-        curve = yield_curve(policies, shares, args.curve_hosts, args.seed)
+        curve = yield_curve(policies, shares, args.curve_hosts, args.seed, args.concurrency)
         (args.out / "yield_curve.json").write_text(json.dumps(curve, indent=2) + "\n")
         plot_yield_against_budget(curve, args.out / "yield_curve.png")
         print(f"curve: {args.out / 'yield_curve.png'} ({args.out / 'yield_curve.json'})")
@@ -157,7 +161,7 @@ def format_table(results: dict[str, dict[str, Any]]) -> str:
 
 
 def yield_curve(
-    policies: list[str], shares: list[float], hosts: int, seed: int
+    policies: list[str], shares: list[float], hosts: int, seed: int, concurrency: int = 32
 ) -> dict[str, dict[str, float]]:
     """{policy: {budget share: high-quality pages per fetch}} from offline replays of one test web."""
     from rich.progress import track
@@ -170,7 +174,7 @@ def yield_curve(
     curve: dict[str, dict[str, float]] = {policy: {} for policy in policies}
     runs = [(policy, share) for policy in policies for share in shares]
     for policy, share in track(runs, description="yield curve (offline replay)"):
-        sim = replay(model, policy, share)
+        sim = replay(model, policy, share, concurrency)
         curve[policy][str(share)] = sum(sim.hits) / max(1, len(sim.hits))
     lines = ["", f"yield against budget ({hosts} hosts, offline replay): hq/fetch"]
     lines.append("policy         " + "".join(f"{float(s):>7.0%}" for s in shares))

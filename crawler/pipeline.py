@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from cleaner.pipeline import PageResult, process_pages
+from cleaner.pipeline import PageResult, process_pages, warm_up
 from cleaner.quality import score_column, scorer_column
 from cleaner.registry import ACCELERATOR_BATCH_PAGES, ACCELERATOR_CLEANERS, NO_CLEANER
 from crawler import __version__
@@ -107,6 +107,18 @@ class BatchCleaner:
         self.mark = time.monotonic()
         self.counts: Counter[str] = Counter()
         self.seconds: defaultdict[str, float] = defaultdict(float)
+
+    async def warm_up(self, work: Callable[..., object]) -> None:
+        """Start every worker and run `work(*args)` once in each before the crawl sends pages: a page
+        fetched while workers are still importing waits seconds for its score, and the scheduler
+        decides blind meanwhile (a 374-page crawl got no score back before its budget was spent)."""
+        started = time.monotonic()
+        loop = asyncio.get_running_loop()
+        calls = [loop.run_in_executor(self.pool, work, *self.args) for _ in range(self.workers)]
+        for outcome in await asyncio.gather(*calls, return_exceptions=True):
+            if isinstance(outcome, BaseException):  # a broken model shows on the first page, with its reason
+                logger.warning("warming up the cleaning workers failed: %r", outcome)
+        self.seconds["clean/warm_up_seconds"] += time.monotonic() - started
 
     async def clean(self, html: str, url: str) -> PageResult:
         """This page's result, once its batch comes back; never raises for a bad page or a dead worker."""
@@ -273,7 +285,7 @@ class CleanScoreStorePipeline:
             max_workers=self.workers, mp_context=context, initializer=init_worker, initargs=(self.niceness,)
         )
 
-    def open_spider(self, spider: Any = None) -> None:
+    async def open_spider(self, spider: Any = None) -> None:
         self.text = TextSink(self.run_dir / "text", self.docs_per_file)
         self.pages = PageSpool(self.run_dir / PAGES_SPOOL)
         self.warc = self.crawler.get_downloader_middleware(WarcCaptureMiddleware)
@@ -288,6 +300,7 @@ class CleanScoreStorePipeline:
                 batch_seconds=self.batch_ms / 1000,
                 max_in_flight=self.max_in_flight,
             )
+            await self.batcher.warm_up(warm_up)
         self.started = (time.monotonic(), time.process_time())
 
     def close_spider(self, spider: Any = None) -> None:
