@@ -233,6 +233,29 @@ def test_a_lone_page_is_not_held_back_waiting_for_a_full_batch() -> None:
     assert asyncio.run(crawl()).text == "t:only"
 
 
+def test_every_worker_is_warmed_up_before_the_first_page_and_a_failed_warm_up_costs_no_page() -> None:
+    calls: list[str] = []
+
+    def warm(tag: str) -> None:
+        calls.append(tag)
+
+    def broken(tag: str) -> None:
+        raise RuntimeError("model file missing")
+
+    async def crawl(work: Any) -> PageResult:
+        cleaner = batcher(echo_pages, batch_pages=1)
+        try:
+            await cleaner.warm_up(work)
+            assert "clean/warm_up_seconds" in cleaner.report()
+            return await cleaner.clean("<p>x</p>", "u")
+        finally:
+            cleaner.close()
+
+    assert asyncio.run(crawl(warm)).text == "t:u"
+    assert calls == ["t", "t"], "one warm-up call per worker, with the cleaner's arguments"
+    assert asyncio.run(crawl(broken)).text == "t:u"
+
+
 def test_cleaning_workers_yield_the_cpu_to_the_crawler() -> None:
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=init_worker) as pool:
