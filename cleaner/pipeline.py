@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -133,8 +132,7 @@ WARM_UP_PAGE = (
 )
 
 
-def warm_up(cleaner_name: str, scorer_names: tuple[str, ...], langid: str | None = DEFAULT_LANGID) -> int:
+def warm_up(cleaner_name: str, scorer_names: tuple[str, ...], langid: str | None = DEFAULT_LANGID) -> None:
     """Import, load and run the cleaner, scorers and language id once, so a worker's first real batch
-    is not held up by start-up; returns the worker's process id."""
+    is not held up by start-up."""
     process_pages([(WARM_UP_PAGE, "http://warm-up.invalid/")], cleaner_name, scorer_names, langid)
-    return os.getpid()

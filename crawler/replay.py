@@ -67,7 +67,6 @@ class SimulatedCrawl:
         self.robots: dict[str, Protego | None] = {}
         self.hits: list[int] = []
         self.by_phase: dict[str, list[int]] = {}  # phase -> [fetches, high-quality pages, not articles]
-        self.score_lag = SCORE_LAG
         self.scoring: deque[tuple[Lease, float | None]] = deque()  # fetched, score not delivered yet
 
     def apply_prior(self, record: HostRecord) -> None:
@@ -110,7 +109,7 @@ class SimulatedCrawl:
                 if url.startswith("http"):
                     self.frontier.add(url, lease.depth + 1, discover=nested)
         self.scoring.append((lease, None if page.label is None else float(page.label)))
-        while len(self.scoring) > self.score_lag:
+        while len(self.scoring) > SCORE_LAG:
             self.frontier.observe(*self.scoring.popleft())
 
     def run(self) -> None:

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from scheduler.frontier import SQLiteFrontier
 from scheduler.hosts import HostRecord, HostState, Phase, QueuedUrl, host_state, restore_host
 from scheduler.lease import Lease, ScoreLag
-from scheduler.policies import SHAPE_WINDOW, CrawlProgress, Policy
+from scheduler.policies import CrawlProgress, Policy, has_page
 from scheduler.urls import TrapGuard, canonical, fingerprint, url_shape
 
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
@@ -387,8 +387,3 @@ class HostFrontier:
             self.touch(record)
         self.store.commit()
         return requeued
-
-
-def has_page(record: HostRecord) -> bool:
-    """Anything queued besides discovery URLs (sitemaps), within the window the policies look at."""
-    return any(not item.discover for item in itertools.islice(record.queue, SHAPE_WINDOW))

@@ -6,7 +6,7 @@ import itertools
 import math
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 from urllib.parse import urlsplit
@@ -60,12 +60,19 @@ BAD_SHAPE_MEAN = 0.2  # Laplace mean of a shape after 3 low pages and no high on
 SHAPE_PRIOR_WEIGHT = 2.0
 
 
+def _queued_pages(host: HostRecord) -> Iterator[str]:
+    """URLs queued besides discovery URLs (sitemaps), within the window the policies look at."""
+    return (item.url for item in itertools.islice(host.queue, SHAPE_WINDOW) if not item.discover)
+
+
+def has_page(host: HostRecord) -> bool:
+    """Anything to fetch besides sitemaps: a policy that defers sitemaps has something else to fetch."""
+    return any(True for _ in _queued_pages(host))
+
+
 def linked_page(host: HostRecord) -> bool:
     """A page other than the home page and sitemaps is known: sampling needs no discovery fetch."""
-    return any(
-        not item.discover and urlsplit(item.url).path not in ("", "/")
-        for item in itertools.islice(host.queue, SHAPE_WINDOW)
-    )
+    return any(urlsplit(url).path not in ("", "/") for url in _queued_pages(host))
 
 
 def prior(host: HostRecord) -> float:
