@@ -17,7 +17,7 @@ from hostcrawl_cli import HOSTCRAWL
 from warcio.checker import Checker
 
 from crawler.audit import audit_test_web
-from crawler.sinks import read_text_shards
+from crawler.sinks import PAGES_SPOOL, read_text_shards
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 from scheduler.urls import TrapGuard, canonical, fingerprint
 
@@ -33,10 +33,21 @@ def crawl_command(*args: str) -> list[str]:
     return [*HOSTCRAWL, "crawl", "--no-progress", *args]
 
 
-def run_and_kill(command: list[str], after: float) -> None:
+def recorded_pages(run: Path) -> int:
+    spool = run / PAGES_SPOOL
+    return spool.read_bytes().count(b"\n") if spool.exists() else 0
+
+
+def run_and_kill(command: list[str], run: Path, after: float) -> None:
+    """Kill `after` seconds into the crawl proper: once it records its first page, not counting the
+    start-up (imports, robots, warming the cleaning workers), whose length depends on the machine."""
+    before = recorded_pages(run)
     process = subprocess.Popen(
         command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
+    deadline = time.monotonic() + 120
+    while process.poll() is None and recorded_pages(run) == before and time.monotonic() < deadline:
+        time.sleep(0.05)
     time.sleep(after)
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGKILL)  # the crawler and its cleaning workers, no goodbyes
@@ -57,9 +68,9 @@ def test_crawl_killed_three_times_resumes_without_losing_anything(tmp_path: Path
             "--min-delay", "0.05", "--max-pages", str(BUDGET), "--concurrency", str(CONCURRENCY),
             "--policy", "adaptive", "--timeout", "5",
         )  # fmt: skip
-        run_and_kill(first, rng.uniform(4.0, 7.0))
+        run_and_kill(first, run, rng.uniform(1.0, 4.0))
         for _ in range(KILLS - 1):
-            run_and_kill(crawl_command("--resume", str(run)), rng.uniform(3.0, 6.0))
+            run_and_kill(crawl_command("--resume", str(run)), run, rng.uniform(0.5, 3.0))
         final = subprocess.run(
             crawl_command("--resume", str(run)), capture_output=True, text=True, timeout=300
         )
