@@ -156,7 +156,14 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     run_dir = args.resume or args.out or default_run_dir("crawl")
     result = run_crawl(config, run_dir, progress=not args.no_progress, resume=bool(args.resume))
     fetched = result.stat("response_received_count")
-    Console(stderr=True).print(
+    console = Console(stderr=True)
+    if result.interrupted:  # SIGINT/SIGTERM: Scrapy stopped scheduling and let what was in flight finish
+        console.print(
+            f"[yellow]interrupted[/]: {fetched} responses so far, "
+            f"{result.stat('page/curated')} pages curated; continue with: hostcrawl crawl --resume {run_dir}"
+        )
+        return EXIT_INTERRUPTED
+    console.print(
         f"[bold]done[/]: {fetched} responses, {result.stat('page/curated')} pages curated, "
         f"{result.stat('hostcrawl/pages_per_second')} pages/s -> {run_dir}/report.md"
     )
@@ -255,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (ConfigError, FrontierError) as exc:
-        console.print(f"[red]error:[/] {exc}", highlight=False)
+        console.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)  # one line, never wrapped
         return EXIT_USAGE
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]")

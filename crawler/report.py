@@ -114,6 +114,21 @@ def _status_table(stats: dict[str, Any]) -> str:
     return _table(rows) if rows else "(none)"
 
 
+def _run_status(run_dir: Path, stats: dict[str, Any]) -> list[str]:
+    """Whether the run finished, and over how many processes (every figure below covers them all)."""
+    lines = []
+    if stats.get("finish_reason") == "shutdown":
+        lines += [
+            "**Interrupted** (SIGINT or SIGTERM): the crawl stopped before its budget was spent. "
+            f"Continue it with `hostcrawl crawl --resume {run_dir}`.",
+            "",
+        ]
+    attempts = int(stats.get("hostcrawl/attempts", 1) or 1)
+    if attempts > 1:
+        lines += [f"This run took {attempts} processes ({attempts - 1} resumes); figures cover all.", ""]
+    return lines
+
+
 def write_report(
     run_dir: Path,
     pages: pl.DataFrame,
@@ -133,7 +148,7 @@ def write_report(
         ("pages per second", stats.get("hostcrawl/pages_per_second", 0.0)),
         ("policy", stats.get("hostcrawl/policy", "")),
     ]
-    parts = [f"# Crawl report: {run_dir.name}", "", _table(summary), ""]
+    parts = [f"# Crawl report: {run_dir.name}", "", *_run_status(run_dir, stats), _table(summary), ""]
     for title, image in (
         ("Progress", plot_progress(pages, run_dir)),
         ("Quality scores", plot_scores(pages, score, threshold, run_dir)),

@@ -6,7 +6,6 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,9 @@ from cleaner.quality import score_column
 from crawler.config import ConfigError, CrawlConfig, validate
 from crawler.politeness import Politeness
 from crawler.report import write_report
+from crawler.run_stats import PRIOR_STATS_META, STATS_META, dumps_stats, jsonable, loads_stats, merge_stats
 from crawler.settings import build_settings
-from crawler.sinks import PAGES_SPOOL, repair_text_shards, truncate_partial_line
+from crawler.sinks import CHECKPOINT_META, SinkCheckpoint, cut_to_checkpoint
 from crawler.spider import HostSpider
 from crawler.tables import write_tables
 from crawler.warc import recover_open_files
@@ -37,6 +37,11 @@ class RunResult:
     def stat(self, key: str, default: Any = 0) -> Any:
         return self.stats.get(key, default)
 
+    @property
+    def interrupted(self) -> bool:
+        """Stopped by SIGINT or SIGTERM (Scrapy's graceful shutdown), not finished."""
+        return self.stats.get("finish_reason") == "shutdown"
+
 
 def prepare_run_dir(run_dir: Path, ignore: frozenset[str] | set[str] = frozenset()) -> None:
     """A run never writes into someone else's results."""
@@ -47,24 +52,29 @@ def prepare_run_dir(run_dir: Path, ignore: frozenset[str] | set[str] = frozenset
     run_dir.mkdir(parents=True, exist_ok=True)
 
 
-def recover_run(run_dir: Path) -> None:
-    """Make a crashed run's files whole again before crawling on (nothing fetched is thrown away)."""
+def recover_run(run_dir: Path) -> dict[str, Any]:
+    """Make a stopped run's files whole again before crawling on; returns the earlier attempts' stats.
+
+    The page spool and the curated text are cut back to the frontier's last commit (see
+    crawler/sinks.py): pages beyond it are still in the frontier, fetched (cleaned again) or in flight.
+    """
     if not (run_dir / FRONTIER_FILE).exists():
         raise ConfigError(f"{run_dir}: no {FRONTIER_FILE} here; --resume needs a hostcrawl run directory")
-    SQLiteFrontier(run_dir / FRONTIER_FILE).close()  # a foreign or corrupt file fails here, clearly
-    recovered = recover_open_files(run_dir / "warc") if (run_dir / "warc").exists() else {}
-    for path, records in recovered.items():
-        logger.info("recovered %s with %d complete records", path, records)
-    truncate_partial_line(run_dir / PAGES_SPOOL)
-    repair_text_shards(run_dir / "text")
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, int | float | str | bool) or value is None:
-        return value
-    return str(value)
+    store = SQLiteFrontier(run_dir / FRONTIER_FILE)  # a foreign or corrupt file fails here, clearly
+    try:
+        store.check()  # and so does a row that is not JSON (a pickle): before anything is changed
+        recovered = recover_open_files(run_dir / "warc") if (run_dir / "warc").exists() else {}
+        for path, records in recovered.items():
+            logger.info("recovered %s with %d complete records", path, records)
+        cut = cut_to_checkpoint(run_dir, SinkCheckpoint.from_json(store.get_meta(CHECKPOINT_META)))
+        logger.info("resume: cut %d rows and %d documents of uncommitted pages", cut["rows"], cut["docs"])
+        earlier, last = store.get_meta(PRIOR_STATS_META), store.get_meta(STATS_META)
+        prior = merge_stats(loads_stats(earlier), loads_stats(last))
+        store.set_meta(PRIOR_STATS_META, dumps_stats(prior))
+        store.set_meta(STATS_META, "{}")
+    finally:
+        store.close()
+    return prior
 
 
 def run_crawl(
@@ -79,8 +89,9 @@ def run_crawl(
     validate(config)
     if not config.seeds:
         raise ConfigError("no seeds: give --seeds FILE, seeds in the config, or URLs")
+    prior: dict[str, Any] = {}
     if resume:
-        recover_run(run_dir)
+        prior = recover_run(run_dir)
     else:
         prepare_run_dir(run_dir, ignore)
     (run_dir / "config.toml").write_text(config.to_toml(), encoding="utf-8")
@@ -92,10 +103,10 @@ def run_crawl(
         process.start()
     finally:
         wall = time.monotonic() - started
-        stats = {k: _jsonable(v) for k, v in crawler.stats.get_stats().items()}
+        stats = {k: jsonable(v) for k, v in crawler.stats.get_stats().items()}
         politeness = crawler.get_extension(Politeness)
         delays = {h: s.delay for h, s in politeness.hosts.items()} if politeness else {}
-        finish_run(run_dir, config, stats, delays, wall)
+        stats = finish_run(run_dir, config, stats, delays, wall, prior)
     return RunResult(run_dir, stats, delays)
 
 
@@ -105,15 +116,24 @@ def finish_run(
     stats: dict[str, Any],
     crawl_delays: dict[str, float],
     wall_seconds: float,
-) -> None:
-    """Tables, stats.json and report.md; also what a crashed run can be finished with."""
+    prior: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Tables, stats.json and report.md; also what a crashed run can be finished with.
+
+    `stats` are this process's; `prior` those of the run's earlier attempts. Returns the whole run's."""
     scorers = list(config.cleaning.scorers)
     write_tables(run_dir, scorers, crawl_delays)
-    fetched = stats.get("response_received_count", 0)
+    stats["hostcrawl/wall_seconds"] = round(wall_seconds, 3)
+    frontier = run_dir / FRONTIER_FILE
+    if frontier.exists():  # the next resume folds this attempt in whole, close-time figures included
+        store = SQLiteFrontier(frontier)
+        store.set_meta(STATS_META, dumps_stats(stats))
+        store.close()
+    stats = merge_stats(prior or {}, stats)
+    fetched, wall = stats.get("response_received_count", 0), stats["hostcrawl/wall_seconds"]
     stats.update(
         {
-            "hostcrawl/wall_seconds": round(wall_seconds, 3),
-            "hostcrawl/pages_per_second": round(fetched / wall_seconds, 3) if wall_seconds else 0,
+            "hostcrawl/pages_per_second": round(fetched / wall, 3) if wall else 0,
             "hostcrawl/policy": stats.get("hostcrawl/policy", config.policy.name),
             "hostcrawl/cleaner": config.cleaning.cleaner,
             "hostcrawl/scorers": ",".join(scorers),
@@ -121,6 +141,7 @@ def finish_run(
     )
     (run_dir / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n")
     render_report(run_dir, config, stats)
+    return stats
 
 
 def render_report(

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from scheduler.frontier import SQLiteFrontier
+from scheduler.frontier import FetchedPage, SQLiteFrontier
 from scheduler.hosts import HostRecord, HostState, Phase, QueuedUrl, host_state, restore_host
 from scheduler.lease import Lease, ScoreLag
 from scheduler.policies import CrawlProgress, Policy, has_page
@@ -66,6 +66,8 @@ class HostFrontier:
         self.fill_heap: list[tuple[tuple[float, ...], int, str, int]] = []
         self.dirty: set[str] = set()
         self.urgent: dict[str, int] = {}  # host -> URLs in flight when the last run died, first in line
+        # pages the last run fetched but had no score for: cleaned again from the store, not refetched
+        self.recovered: list[tuple[Lease, FetchedPage]] = []
         self.epoch = policy.epoch(self.progress)
 
     # -- enqueue ----------------------------------------------------------------------------------
@@ -378,8 +380,20 @@ class HostFrontier:
             else:
                 record.queue.append(item)
             top = max(top, row.seq)
+        for page in self.store.fetched_pages():
+            record = self.host(page.host)
+            phase = Phase(page.page.get("phase") or Phase.DEEPEN.value)
+            lease = Lease(page.host, page.url, page.depth, page.row_id, page.seq, phase, None)
+            lease.sitemap, lease.fetched, lease.ended = page.discover, True, True
+            record.fetched += 1  # spent budget, though not yet settled
+            record.sample_handed += phase is Phase.SAMPLE
+            self.unobserved += 1
+            self.recovered.append((lease, page))
+            top = max(top, page.seq)
         self.seq = itertools.count(top + 1)
         self.progress.fetched = sum(r.fetched for r in self.hosts.values())
+        for lease, _ in self.recovered:
+            lease.fetch_number = self.progress.fetched
         self.progress.explore_fetches = int(self.store.get_meta("explore_fetches") or 0)
         for record in self.hosts.values():
             record.in_flight = 0

@@ -1,4 +1,9 @@
-"""The durable frontier: URL queue, dedup fingerprints and host table in SQLite (WAL), one file per run."""
+"""The durable frontier: URL queue, dedup fingerprints and host table in SQLite (WAL), one file per run.
+
+Nothing in it is executable: request meta, page records and host records are JSON, a fetched page's HTML
+is zstd-compressed text. A row that does not decode as JSON (a pickle from an older hostcrawl, or a file
+someone prepared) is refused with a FrontierError; it is never unpickled.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import zstandard
+
 APPLICATION_ID = 0x68637277  # "hcrw": marks the file as a hostcrawl frontier
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: request meta as JSON (1 pickled it), fetched pages kept until scored
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -21,18 +28,55 @@ CREATE TABLE IF NOT EXISTS queue (
     url TEXT NOT NULL,
     depth INTEGER NOT NULL,
     seq INTEGER NOT NULL,
-    state INTEGER NOT NULL DEFAULT 0,  -- 0 pending, 1 handed out (in flight)
+    state INTEGER NOT NULL DEFAULT 0,  -- 0 pending, 1 handed out (in flight), 2 fetched, not yet scored
     discover INTEGER NOT NULL DEFAULT 0,  -- sitemaps: fetched first, never a quality sample
-    extra BLOB
+    extra BLOB,  -- JSON request meta a retry or redirect keeps
+    page TEXT,  -- state 2: the page record (JSON) written once its score is back
+    html BLOB  -- state 2: the page's HTML (zstd), cleaned again on resume instead of fetched again
 );
 CREATE INDEX IF NOT EXISTS queue_state ON queue(state);
 CREATE TABLE IF NOT EXISTS hosts (host TEXT PRIMARY KEY, record TEXT NOT NULL);
 """
-PENDING, LEASED = 0, 1
+PENDING, LEASED, FETCHED = 0, 1, 2
 
 
 class FrontierError(RuntimeError):
     """The frontier file cannot be used; the message says what to do."""
+
+
+def encode_meta(meta: dict[str, Any]) -> bytes | None:
+    """Request meta a retry or redirect keeps (counts, URLs, reasons), as JSON."""
+    return json.dumps(meta, separators=(",", ":"), sort_keys=True).encode("utf-8") if meta else None
+
+
+def decode_meta(extra: bytes | None, where: str = "frontier") -> dict[str, Any]:
+    """The inverse of `encode_meta`; anything else is refused, never unpickled."""
+    if not extra:
+        return {}
+    try:
+        meta = json.loads(bytes(extra).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        meta = None
+    if not isinstance(meta, dict):
+        raise FrontierError(
+            f"{where}: a queued request's meta is not JSON (a pickle from an older hostcrawl, or a file "
+            "prepared by someone else); it is not loaded: start a new run with a fresh --out"
+        )
+    return meta
+
+
+@dataclass(slots=True)
+class FetchedPage:
+    """A page fetched and archived whose score had not come back when the process stopped."""
+
+    row_id: int
+    host: str
+    url: str
+    depth: int
+    seq: int
+    discover: bool
+    page: dict[str, Any]  # its page record, as the spider made it
+    html: str
 
 
 @dataclass(slots=True)
@@ -111,6 +155,14 @@ class SQLiteFrontier:
     def lease(self, row_id: int) -> None:
         self.db.execute("UPDATE queue SET state=? WHERE id=?", (LEASED, row_id))
 
+    def fetched(self, row_id: int, page: dict[str, Any], html: str) -> None:
+        """The page is archived and parsed (its links queued): from the next commit on, a resume cleans
+        it again from here instead of fetching it again."""
+        self.db.execute(
+            "UPDATE queue SET state=?, page=?, html=? WHERE id=?",
+            (FETCHED, json.dumps(page, separators=(",", ":")), _ZSTD.compress(html.encode("utf-8")), row_id),
+        )
+
     def done(self, row_id: int) -> None:
         self.db.execute("DELETE FROM queue WHERE id=?", (row_id,))
 
@@ -142,10 +194,42 @@ class SQLiteFrontier:
             yield int(fp)
 
     def pending(self) -> Iterator[StoredUrl]:
-        query = "SELECT id, host, url, depth, seq, extra, discover FROM queue ORDER BY id"
-        for row_id, host, url, depth, seq, extra, discover in self.db.execute(query):
+        """Queued and in-flight URLs (not the fetched ones: see `fetched_pages`)."""
+        query = "SELECT id, host, url, depth, seq, extra, discover FROM queue WHERE state!=? ORDER BY id"
+        for row_id, host, url, depth, seq, extra, discover in self.db.execute(query, (FETCHED,)):
+            decode_meta(extra, f"{self.path}: row {row_id}")
             yield StoredUrl(row_id, host, url, depth, seq, extra, bool(discover))
+
+    def fetched_pages(self) -> Iterator[FetchedPage]:
+        query = "SELECT id, host, url, depth, seq, discover, page, html FROM queue WHERE state=? ORDER BY id"
+        for row_id, host, url, depth, seq, discover, page, html in self.db.execute(query, (FETCHED,)):
+            try:
+                record = json.loads(page)
+                text = zstandard.ZstdDecompressor().decompress(html).decode("utf-8")
+            except (TypeError, ValueError, zstandard.ZstdError):
+                record = None
+            if not isinstance(record, dict):
+                raise FrontierError(f"{self.path}: row {row_id}: the fetched page is not JSON and text")
+            yield FetchedPage(row_id, host, url, depth, seq, bool(discover), record, text)
+
+    def check(self) -> None:
+        """Decode every stored row (a resume's first step): a bad one fails here, before any crawling."""
+        for _ in self.pending():
+            pass
+        for _ in self.fetched_pages():
+            pass
+        for _ in self.hosts():
+            pass
 
     def hosts(self) -> Iterator[tuple[str, dict[str, Any]]]:
         for host, record in self.db.execute("SELECT host, record FROM hosts"):
-            yield host, json.loads(record)
+            try:
+                data = json.loads(record)
+            except (TypeError, ValueError):
+                data = None
+            if not isinstance(data, dict):
+                raise FrontierError(f"{self.path}: the record of host {host!r} is not JSON")
+            yield host, data
+
+
+_ZSTD = zstandard.ZstdCompressor(level=3)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import pickle
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Self
 from scrapy import Request, signals
 
 from scheduler.core import FrontierLimits, HostFrontier
-from scheduler.frontier import SQLiteFrontier
+from scheduler.frontier import SQLiteFrontier, decode_meta, encode_meta
 from scheduler.hosts import HostRecord
 from scheduler.lease import Lease
 from scheduler.policies import PolicyConfig, make_policy
@@ -27,8 +26,14 @@ DISCOVER_META = "hostcrawl_discover"  # sitemaps and the like: fetched first, no
 POLICY_META = "hostcrawl_policy"
 FRONTIER_FILE = "frontier.sqlite3"
 KEPT_META = ("retry_times", "redirect_times", "redirect_ttl", "redirect_urls", "redirect_reasons")
-# Sent by the crawler's pipeline for every page it records: lease=..., score=float | None.
+# Sent by the crawler's pipeline for every page it records: lease=..., score=float | None, and
+# checkpoint={meta key: text} that the frontier commits with the page (where the sinks end, counters).
 page_scored = object()
+# Sent by the pipeline when a page reaches it, before cleaning: lease=..., page=record, html=str.
+page_fetched = object()
+# Sent by the scheduler when it opens, once per page fetched by an earlier run but never scored:
+# lease=..., page=record, html=str; the pipeline cleans it again.
+page_recovered = object()
 # Sent by the crawler's politeness component after every fetch: host=..., ready_at=monotonic seconds.
 host_ready_at = object()
 
@@ -60,6 +65,7 @@ class HostScheduler:
         self.wakeup: Any = None
         crawler.signals.connect(self.left_downloader, signal=signals.request_left_downloader)
         crawler.signals.connect(self.scored, signal=page_scored)
+        crawler.signals.connect(self.fetched, signal=page_fetched)
         crawler.signals.connect(self.host_timer, signal=host_ready_at)
 
     @classmethod
@@ -80,8 +86,17 @@ class HostScheduler:
         self.stats.set_value("frontier/fetched", self.frontier.progress.fetched)
         self.stats.set_value("hostcrawl/policy", self.policy.name)
         logger.info(
-            "frontier: %d hosts, %d requeued, policy %s", len(self.frontier.hosts), requeued, self.policy.name
+            "frontier: %d hosts, %d requeued, %d to clean again, policy %s",
+            len(self.frontier.hosts),
+            requeued,
+            len(self.frontier.recovered),
+            self.policy.name,
         )
+        self.stats.set_value("frontier/resumed_fetched", len(self.frontier.recovered))
+        for lease, page in self.frontier.recovered:
+            self.crawler.signals.send_catch_log(
+                signal=page_recovered, lease=lease, page=page.page, html=page.html
+            )
 
     def close(self, reason: str) -> None:
         if self.wakeup is not None and self.wakeup.active():
@@ -109,7 +124,7 @@ class HostScheduler:
         if old is not None:
             self.frontier.retire(old)  # a retry or redirect of a request we handed out
         kept = {k: request.meta[k] for k in KEPT_META if k in request.meta}
-        extra = pickle.dumps(kept) if kept else None
+        extra = encode_meta(kept)
         reason = self.frontier.add(
             request.url,
             int(request.meta.get("depth", 0)),
@@ -132,7 +147,7 @@ class HostScheduler:
         if lease is None:
             self._wake_when_ready()
             return None
-        meta: dict[str, Any] = pickle.loads(lease.extra) if lease.extra else {}
+        meta: dict[str, Any] = decode_meta(lease.extra)
         meta.update({"depth": lease.depth, LEASE_META: lease, POLICY_META: self.policy.name})
         self.stats.inc_value(f"frontier/handed_out/{lease.phase.value}")
         return Request(
@@ -169,9 +184,17 @@ class HostScheduler:
             self.frontier.fetch_ended(lease, True, 0.0)
             self.stats.inc_value("frontier/fetched")
 
-    def scored(self, lease: Lease, score: float | None) -> None:
+    def fetched(self, lease: Lease, page: dict[str, Any], html: str) -> None:
+        """Archived and parsed: commit it with its links, so a crash from here on costs no refetch."""
+        if self.frontier is not None and not lease.settled:
+            self.frontier.store.fetched(lease.row_id, page, html)
+            self.frontier.commit()
+
+    def scored(self, lease: Lease, score: float | None, checkpoint: dict[str, str] | None = None) -> None:
         if self.frontier is None:
             return
+        for key, value in (checkpoint or {}).items():
+            self.frontier.store.set_meta(key, value)  # committed by `observe`, with this page
         if not lease.ended:  # a middleware dropped it before the network (robots.txt, private address)
             self.frontier.fetch_ended(lease, False, 0.0)
         self.frontier.observe(lease, score)

@@ -19,7 +19,7 @@ from cleaner.base import MAX_CLEAN_CHARS
 from cleaner.blocks_model import BlocksCleaner
 from cleaner.pipeline import PageResult, process_page, process_pages
 from cleaner.simplify import SimplePage
-from crawler.pipeline import WORKER_CRASH, WORKER_NICENESS, BatchCleaner, init_worker
+from crawler.batch_cleaner import WORKER_CRASH, WORKER_NICENESS, BatchCleaner, init_worker
 
 SCORERS = ("heuristic_v2",)
 PARAGRAPH = (

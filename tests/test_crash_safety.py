@@ -1,0 +1,105 @@
+"""The pieces behind crash safety: sinks cut back to the frontier's last commit, counters summed over
+the processes of a run, and a frontier that holds no pickle and refuses one."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+from pathlib import Path
+
+import zstandard
+from hostcrawl_cli import HOSTCRAWL
+
+from crawler.run_stats import merge_stats
+from crawler.sinks import (
+    PAGES_SPOOL,
+    PageSpool,
+    SinkCheckpoint,
+    TextSink,
+    cut_to_checkpoint,
+    read_text_shards,
+)
+from scheduler.frontier import SQLiteFrontier, decode_meta, encode_meta
+
+
+def frames_are_closed(path: Path) -> bool:
+    """A strict reader (the zstd CLI, datatrove) needs every frame ended, not only the bytes present."""
+    data = path.read_bytes()
+    while data:
+        decoder = zstandard.ZstdDecompressor().decompressobj()
+        decoder.decompress(data)
+        if not decoder.eof:
+            return False
+        data = decoder.unused_data
+    return True
+
+
+def test_sinks_are_cut_back_to_the_last_commit_and_left_readable(tmp_path: Path) -> None:
+    text, spool = TextSink(tmp_path / "text", docs_per_file=3), PageSpool(tmp_path / PAGES_SPOOL)
+    for i in range(4):  # a full shard, then one more document
+        text.write({"id": i})
+        spool.write({"url": f"u{i}"})
+    committed = SinkCheckpoint(spool.position(), *text.position())
+    for i in range(4, 9):  # written, never committed: the process is killed here
+        text.write({"id": i})
+        spool.write({"url": f"u{i}"})
+    # no close(): the shard being written has no frame end, like after a kill -9
+    cut = cut_to_checkpoint(tmp_path, committed)
+    assert cut == {"rows": 5, "docs": 5}
+    assert [d["id"] for d in read_text_shards(tmp_path / "text")] == [0, 1, 2, 3]
+    assert (tmp_path / PAGES_SPOOL).read_text().count("\n") == 4
+    assert all(frames_are_closed(p) for p in (tmp_path / "text").glob("*.zst"))
+    resumed = TextSink(tmp_path / "text", docs_per_file=3)  # a resumed run starts a new shard after them
+    resumed.write({"id": 9})
+    resumed.close()
+    assert [d["id"] for d in read_text_shards(tmp_path / "text")] == [0, 1, 2, 3, 9]
+
+
+def test_no_checkpoint_means_no_page_was_committed(tmp_path: Path) -> None:
+    text, spool = TextSink(tmp_path / "text"), PageSpool(tmp_path / PAGES_SPOOL)
+    text.write({"id": 0})
+    spool.write({"url": "u0"})
+    cut_to_checkpoint(tmp_path, SinkCheckpoint.from_json(None))
+    assert read_text_shards(tmp_path / "text") == [] and (tmp_path / PAGES_SPOOL).read_bytes() == b""
+
+
+def test_counters_add_up_over_the_processes_of_a_run() -> None:
+    first = {"page/curated": 5, "clean/queue_peak": 40, "start_time": "t0", "finish_reason": "shutdown"}
+    second = {"page/curated": 7, "clean/queue_peak": 30, "start_time": "t1", "finish_reason": "finished"}
+    merged = merge_stats(first, second)
+    assert merged == {
+        "page/curated": 12, "clean/queue_peak": 40, "start_time": "t0", "finish_reason": "finished"
+    }  # fmt: skip
+
+
+def test_request_meta_is_stored_as_json() -> None:
+    meta = {"retry_times": 1, "redirect_urls": ["http://a.example/"]}
+    extra = encode_meta(meta)
+    assert extra is not None and extra.startswith(b"{")
+    assert decode_meta(extra) == meta
+
+
+class _Payload:
+    """Unpickling this would create a file: proof that nothing was unpickled."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (Path.write_text, (str(self.marker), "code ran"))  # type: ignore[return-value]
+
+
+def test_a_frontier_row_holding_a_pickle_is_refused_without_unpickling_it(tmp_path: Path) -> None:
+    run, marker = tmp_path / "run", tmp_path / "pwned"
+    run.mkdir()
+    (run / "config.toml").write_text('seeds = ["http://a.example/"]\n')
+    store = SQLiteFrontier(run / "frontier.sqlite3")
+    store.push("a.example", "http://a.example/x", 0, 0, pickle.dumps(_Payload(marker)))
+    store.close()
+    command = [*HOSTCRAWL, "crawl", "--no-progress", "--resume", str(run)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "not JSON" in result.stderr and "frontier.sqlite3" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not marker.exists()
+    assert not (run / "warc").exists() and not (run / "pages.parquet").exists()  # nothing half-written
