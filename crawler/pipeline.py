@@ -12,6 +12,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+from scrapy import signals
+from scrapy.exceptions import DontCloseSpider
+
 from cleaner.pipeline import PageResult, process_pages, warm_up
 from cleaner.quality import score_column, scorer_column
 from cleaner.registry import ACCELERATOR_BATCH_PAGES, ACCELERATOR_CLEANERS, NO_CLEANER
@@ -73,6 +76,7 @@ class CleanScoreStorePipeline:
         self.recovered: list[dict[str, Any]] = []  # pages an earlier run fetched and never scored
         self.recovering: set[asyncio.Task[dict[str, Any]]] = set()
         crawler.signals.connect(self._recovered, signal=page_recovered)
+        crawler.signals.connect(self._idle, signal=signals.spider_idle)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -116,6 +120,11 @@ class CleanScoreStorePipeline:
             self.recovering.add(task)
             task.add_done_callback(self.recovering.discard)
         self.recovered = []
+
+    def _idle(self) -> None:
+        """Recovered pages are not in Scrapy's scraper slot: keep the crawl open until they are scored."""
+        if self.recovering:
+            raise DontCloseSpider
 
     def close_spider(self, spider: Any = None) -> None:
         if self.batcher is not None:

@@ -232,4 +232,4 @@ class SQLiteFrontier:
             yield host, data
 
 
-_ZSTD = zstandard.ZstdCompressor(level=3)
+_ZSTD = zstandard.ZstdCompressor(level=1)  # kept only until the page is scored
