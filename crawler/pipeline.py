@@ -182,7 +182,10 @@ class CleanScoreStorePipeline:
         assert self.text is not None and self.pages is not None
         shard, text_bytes = self.text.position()
         sinks = SinkCheckpoint(self.pages.position(), shard, text_bytes)
-        return {CHECKPOINT_META: sinks.to_json(), STATS_META: dumps_stats(self.stats.get_stats())}
+        # a killed process never reaches finish_run: its wall time so far goes with its counters
+        wall = round(time.monotonic() - self.started[0], 3)
+        stats = dict(self.stats.get_stats(), **{"hostcrawl/wall_seconds": wall})
+        return {CHECKPOINT_META: sinks.to_json(), STATS_META: dumps_stats(stats)}
 
     def _record(self, item: dict[str, Any], row: dict[str, Any], result: PageResult) -> None:
         """Fill the row from the page's result; curated text to the text sink, metadata to the WARC."""

@@ -19,7 +19,9 @@ from crawler.sinks import (
     cut_to_checkpoint,
     read_text_shards,
 )
+from scheduler.core import FrontierLimits, HostFrontier
 from scheduler.frontier import SQLiteFrontier, decode_meta, encode_meta
+from scheduler.policies import make_policy
 
 
 def frames_are_closed(path: Path) -> bool:
@@ -103,3 +105,32 @@ def test_a_frontier_row_holding_a_pickle_is_refused_without_unpickling_it(tmp_pa
     assert "Traceback" not in result.stderr
     assert not marker.exists()
     assert not (run / "warc").exists() and not (run / "pages.parquet").exists()  # nothing half-written
+
+
+def _frontier(path: Path, budget: int) -> HostFrontier:
+    return HostFrontier(SQLiteFrontier(path), make_policy("bfs"), FrontierLimits(budget=budget), lambda: 0.0)
+
+
+def test_a_page_fetched_but_not_scored_is_cleaned_again_not_fetched_again(tmp_path: Path) -> None:
+    path = tmp_path / "frontier.sqlite3"
+    frontier = _frontier(path, budget=3)
+    for host in ("a", "b", "c"):  # one request in flight per host
+        frontier.add(f"http://{host}.example/", 0)
+    first, second = frontier.next(), frontier.next()
+    assert first is not None and second is not None
+    for lease in (first, second):
+        frontier.fetch_ended(lease, True, 0.0)
+    frontier.store.fetched(first.row_id, {"url": first.url, "phase": first.phase.value}, "<p>kept</p>")
+    frontier.commit()
+    frontier.store.close()  # killed: `first` awaits its score, `second` was archived but not committed
+
+    resumed = _frontier(path, budget=3)
+    assert resumed.load() == 1  # only `second` goes back to the queue
+    [(lease, page)] = resumed.recovered
+    assert (lease.url, page.html, lease.fetched) == (first.url, "<p>kept</p>", True)
+    assert resumed.progress.fetched == 1 and resumed.budget_left() == 2  # its fetch stays spent
+    handed = [resumed.next(), resumed.next()]
+    assert {h.url for h in handed if h} == {second.url, "http://c.example/"}
+    assert resumed.next() is None  # budget spent; `first` is never handed out again
+    resumed.observe(lease, 0.9)
+    assert not list(resumed.store.fetched_pages())  # scored: done, gone from the frontier
