@@ -9,7 +9,7 @@ import os
 import signal
 import time
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -47,6 +47,19 @@ def init_worker(niceness: int = WORKER_NICENESS) -> None:
     logging.getLogger("htmldate").setLevel(logging.CRITICAL)
     with contextlib.suppress(OSError):  # where not allowed, cleaning competes with fetching as equals
         os.nice(niceness)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back in this thread while it may spawn workers: a spawned worker inherits
+    the mask, so a Ctrl-C during its start-up (imports, before `init_worker` runs) prints no traceback.
+    A signal that arrives meanwhile is delivered to this process when the block ends."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 @dataclass(slots=True)
@@ -105,7 +118,8 @@ class BatchCleaner:
         decides blind meanwhile (a 374-page crawl got no score back before its budget was spent)."""
         started = time.monotonic()
         loop = asyncio.get_running_loop()
-        calls = [loop.run_in_executor(self.pool, work, *self.args) for _ in range(self.workers)]
+        with signals_held():
+            calls = [loop.run_in_executor(self.pool, work, *self.args) for _ in range(self.workers)]
         for outcome in await asyncio.gather(*calls, return_exceptions=True):
             if isinstance(outcome, BaseException):  # a broken model shows on the first page, with its reason
                 logger.warning("warming up the cleaning workers failed: %r", outcome)
@@ -161,11 +175,12 @@ class BatchCleaner:
 
     def _submit(self, batch: list[_Job]) -> None:
         pages = [(job.html, job.url) for job in batch]
-        try:
-            future = self.pool.submit(self.work, pages, *self.args)
-        except BrokenProcessPool:  # it died between two batches; a fresh pool takes this one
-            self._restart(self.pool)
-            future = self.pool.submit(self.work, pages, *self.args)
+        with signals_held():  # a submit may spawn a worker (the first batches, after a crash)
+            try:
+                future = self.pool.submit(self.work, pages, *self.args)
+            except BrokenProcessPool:  # it died between two batches; a fresh pool takes this one
+                self._restart(self.pool)
+                future = self.pool.submit(self.work, pages, *self.args)
         pool = self.pool
         self.counts["clean/batches"] += 1
         self.counts["clean/pages"] += len(batch)
