@@ -16,6 +16,9 @@ from typing import Any
 
 import zstandard
 
+from scheduler.hosts import Phase
+from scheduler.lease import Lease
+
 APPLICATION_ID = 0x68637277  # "hcrw": marks the file as a hostcrawl frontier
 SCHEMA_VERSION = 2  # 2: request meta as JSON (1 pickled it), fetched pages kept until scored
 
@@ -77,6 +80,13 @@ class FetchedPage:
     discover: bool
     page: dict[str, Any]  # its page record, as the spider made it
     html: str
+
+    def lease(self) -> Lease:
+        """Its lease again: fetched and done with the network, waiting for its score."""
+        phase = Phase(self.page.get("phase") or Phase.DEEPEN.value)
+        lease = Lease(self.host, self.url, self.depth, self.row_id, self.seq, phase, None, self.discover)
+        lease.fetched = lease.ended = True
+        return lease
 
 
 @dataclass(slots=True)
@@ -158,10 +168,10 @@ class SQLiteFrontier:
     def fetched(self, row_id: int, page: dict[str, Any], html: str) -> None:
         """The page is archived and parsed (its links queued): from the next commit on, a resume cleans
         it again from here instead of fetching it again."""
-        self.db.execute(
-            "UPDATE queue SET state=?, page=?, html=? WHERE id=?",
-            (FETCHED, json.dumps(page, separators=(",", ":")), _ZSTD.compress(html.encode("utf-8")), row_id),
-        )
+        record = json.dumps(page, separators=(",", ":"), default=str)
+        body = _ZSTD.compress(html.encode("utf-8"))
+        query = "UPDATE queue SET state=?, page=?, html=? WHERE id=?"
+        self.db.execute(query, (FETCHED, record, body, row_id))
 
     def done(self, row_id: int) -> None:
         self.db.execute("DELETE FROM queue WHERE id=?", (row_id,))
