@@ -66,7 +66,8 @@ class HostFrontier:
         self.fill_heap: list[tuple[tuple[float, ...], int, str, int]] = []
         self.dirty: set[str] = set()
         self.urgent: dict[str, int] = {}  # host -> URLs in flight when the last run died, first in line
-        self.recovered: list[tuple[Lease, FetchedPage]] = []  # fetched, not scored: to clean again
+        # pages the last run fetched but had no score for: cleaned again from the store, not refetched
+        self.recovered: list[tuple[Lease, FetchedPage]] = []
         self.epoch = policy.epoch(self.progress)
 
     # -- enqueue ----------------------------------------------------------------------------------
@@ -380,9 +381,12 @@ class HostFrontier:
                 record.queue.append(item)
             top = max(top, row.seq)
         for page in self.store.fetched_pages():
-            record, lease = self.host(page.host), page.lease()
+            record = self.host(page.host)
+            phase = Phase(page.page.get("phase") or Phase.DEEPEN.value)
+            lease = Lease(page.host, page.url, page.depth, page.row_id, page.seq, phase, None)
+            lease.sitemap, lease.fetched, lease.ended = page.discover, True, True
             record.fetched += 1  # spent budget, though not yet settled
-            record.sample_handed += lease.phase is Phase.SAMPLE
+            record.sample_handed += phase is Phase.SAMPLE
             self.unobserved += 1
             self.recovered.append((lease, page))
             top = max(top, page.seq)

@@ -16,9 +16,6 @@ from typing import Any
 
 import zstandard
 
-from scheduler.hosts import Phase
-from scheduler.lease import Lease
-
 APPLICATION_ID = 0x68637277  # "hcrw": marks the file as a hostcrawl frontier
 SCHEMA_VERSION = 2  # 2: request meta as JSON (1 pickled it), fetched pages kept until scored
 
@@ -80,13 +77,6 @@ class FetchedPage:
     discover: bool
     page: dict[str, Any]  # its page record, as the spider made it
     html: str
-
-    def lease(self) -> Lease:
-        """Its lease again: fetched and done with the network, waiting for its score."""
-        phase = Phase(self.page.get("phase") or Phase.DEEPEN.value)
-        lease = Lease(self.host, self.url, self.depth, self.row_id, self.seq, phase, None, self.discover)
-        lease.fetched = lease.ended = True
-        return lease
 
 
 @dataclass(slots=True)
