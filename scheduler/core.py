@@ -323,14 +323,15 @@ class HostFrontier:
         self.commit()
 
     def _drop(self, record: HostRecord, reason: str) -> None:
-        if record.state is not HostState.DROPPED:
+        if record.state not in (HostState.DROPPED, HostState.BLOCKED):
             record.state = HostState.DROPPED
             record.drop_reason = reason
             self.count(f"host/dropped/{reason}")
             self.dirty.add(record.host)
 
     def _settle(self, record: HostRecord) -> None:
-        if not record.queue and not record.in_flight and record.state is not HostState.DROPPED:
+        ended = (HostState.DROPPED, HostState.BLOCKED)
+        if not record.queue and not record.in_flight and record.state not in ended:
             if record.state is not HostState.EXHAUSTED:
                 self.count("host/exhausted")
             record.state = HostState.EXHAUSTED
@@ -338,12 +339,19 @@ class HostFrontier:
         self.touch(record)
 
     def block(self, host: str, reason: str) -> None:
+        """No more requests to this host: its queued URLs are dropped (counted), none is handed out."""
         record = self.host(host)
         if record.state is not HostState.BLOCKED:
             record.state = HostState.BLOCKED
             record.drop_reason = reason
             self.count(f"host/blocked/{reason}")
-            self.dirty.add(host)
+        for item in record.queue:
+            self.store.done(item.row_id)
+            self.count("frontier/dropped/host_blocked")
+        record.queue.clear()
+        self.urgent.pop(host, None)
+        record.version += 1  # stale heap entries of the host are skipped
+        self.dirty.add(host)
 
     def commit(self) -> None:
         self.store.save_hosts((h, host_state(self.hosts[h])) for h in self.dirty)

@@ -36,6 +36,10 @@ page_fetched = object()
 page_recovered = object()
 # Sent by the crawler's politeness component after every fetch: host=..., ready_at=monotonic seconds.
 host_ready_at = object()
+# Sent by the crawler's politeness components when a host must get no more requests: host=..., reason=...
+host_blocked = object()
+# Sent by the crawler's address guard once a host's public address is known: host=..., address=str.
+host_address = object()
 
 
 class HostScheduler:
@@ -67,6 +71,7 @@ class HostScheduler:
         crawler.signals.connect(self.scored, signal=page_scored)
         crawler.signals.connect(self.fetched, signal=page_fetched)
         crawler.signals.connect(self.host_timer, signal=host_ready_at)
+        crawler.signals.connect(self.host_blocked, signal=host_blocked)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -122,6 +127,8 @@ class HostScheduler:
         assert self.frontier is not None
         old: Lease | None = request.meta.get(LEASE_META)
         if old is not None:
+            if not old.ended:  # sent back before the network (its robots.txt said "not now")
+                self.frontier.fetch_ended(old, False, 0.0)
             self.frontier.retire(old)  # a retry or redirect of a request we handed out
         kept = {k: request.meta[k] for k in KEPT_META if k in request.meta}
         extra = encode_meta(kept)
@@ -205,3 +212,8 @@ class HostScheduler:
         record = None if self.frontier is None else self.frontier.hosts.get(host)
         if record is not None:
             record.ready_at = max(record.ready_at, ready_at)
+
+    def host_blocked(self, host: str, reason: str) -> None:
+        """robots.txt or the host's health says no more: none of its queued URLs is handed out."""
+        if self.frontier is not None:
+            self.frontier.block(host, reason)
