@@ -40,6 +40,8 @@ class TestWebConfig:
     ratelimit_window: float = 5.0
     retry_after_range: tuple[int, int] = (1, 2)
     error_share: float = 0.5
+    # kinds from politeness_hosts.POLITENESS_KINDS, given to hosts 0, 1, ... in this order
+    politeness_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.n_hosts < 1:
