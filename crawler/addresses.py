@@ -18,7 +18,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 
-from scheduler.scrapy_scheduler import host_address
+from scheduler.scrapy_scheduler import host_address, host_discovered
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -58,11 +58,11 @@ def address_class(address: IPAddress) -> str | None:
     for network, reason in _NAMED:
         if address.version == network.version and address in network:
             return reason
+    if address.is_reserved:
+        return "reserved"
     if address.is_private:
         return "private"
-    if address.is_reserved or not address.is_global:
-        return "reserved"
-    return None
+    return None if address.is_global else "reserved"
 
 
 def _nat64(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
@@ -103,10 +103,21 @@ class PrivateAddressGuard:
         hosts_file = settings.get("HOSTCRAWL_HOSTS_FILE")
         self.hosts_file = read_hosts_file(Path(hosts_file)) if hosts_file else {}
         self.verdicts: dict[str, tuple[str | None, float]] = {}  # host -> (reason, expires at)
+        crawler.signals.connect(self.discovered, signal=host_discovered)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
+
+    def discovered(self, host: str) -> None:
+        """A host the hosts file knows joins its address's politeness group before its first request."""
+        listed = self.hosts_file.get(host)
+        if listed and not any(address_class(a) for a in listed):
+            self._announce(host, listed)
+
+    def _announce(self, host: str, addresses: list[IPAddress]) -> None:
+        for address in addresses:
+            self.crawler.signals.send_catch_log(signal=host_address, host=host, address=str(address))
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
         host = (urlparse_cached(request).hostname or "").lower()
@@ -140,26 +151,34 @@ class PrivateAddressGuard:
         )
 
     async def _classify(self, host: str) -> str | None:
+        addresses = self.known_addresses(host)
+        if addresses is None:
+            addresses = await self._dns(host)
+        return self.verdict(host, addresses)
+
+    def known_addresses(self, host: str) -> list[IPAddress] | None:
+        """Addresses known without asking DNS: a literal, a loopback name, the hosts file; else None."""
         if host in PRIVATE_HOST_NAMES or host.endswith(".localhost"):
-            return "loopback"
+            return [ipaddress.IPv4Address("127.0.0.1")]
         literal = literal_address(host)
-        addresses = [literal] if literal is not None else await self._resolve(host)
+        if literal is not None:
+            return [literal]
+        return self.hosts_file.get(host) or None
+
+    def verdict(self, host: str, addresses: list[IPAddress]) -> str | None:
+        """Refused when any address is not public, or when there is none (fail closed)."""
         if not addresses:
             if self.proxied:  # only the proxy can resolve it; the proxy is the user's choice
                 self.crawler.stats.inc_value("address/resolved_by_proxy")
                 return None
             return "unresolvable"
         reasons = [r for r in map(address_class, addresses) if r is not None]
-        if not reasons:
-            self.crawler.signals.send_catch_log(
-                signal=host_address, host=host, address=str(sorted(addresses, key=str)[0])
-            )
-        return reasons[0] if reasons else None
+        if reasons:
+            return reasons[0]
+        self._announce(host, addresses)
+        return None
 
-    async def _resolve(self, host: str) -> list[IPAddress]:
-        listed = self.hosts_file.get(host)
-        if listed:
-            return listed
+    async def _dns(self, host: str) -> list[IPAddress]:
         from twisted.internet import reactor
 
         try:

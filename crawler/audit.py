@@ -14,6 +14,7 @@ from crawler.robots_rules import RobotsRules
 from crawler.testweb import SiteModel
 from crawler.testweb.politeness_hosts import ADDRESSES_FILE
 from crawler.testweb.server import REQUESTS_FILE
+from scheduler.groups import domain_group
 
 TIMER_SLACK_S = 0.05  # loopback connect and timer granularity; anything beyond is a real violation
 EXAMPLES_KEPT = 5
@@ -31,6 +32,8 @@ class PolitenessAudit:
         0  # a page requested while robots.txt had not been read (429, 5xx, none)
     )
     private_fetched: int = 0  # a request for a private, CGNAT, link-local... target reached the server
+    group_overlapping: int = 0  # two requests in flight to hosts of one IP address or registered domain
+    shared_groups: int = 0  # groups of more than one host that the crawl visited
     min_gap_ratio: float | None = None  # smallest (gap / required delay) over all hosts
     examples: list[str] = field(default_factory=list)
 
@@ -43,6 +46,7 @@ class PolitenessAudit:
             or self.backoff_ignored
             or self.robots_unavailable_ignored
             or self.private_fetched
+            or self.group_overlapping
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -99,7 +103,32 @@ def audit_politeness(
                 _check_pair(audit, str(host), previous, row, required, ratios)
             previous = row
     audit.min_gap_ratio = min(ratios) if ratios else None
+    _check_groups(audit, log, addresses or {})
     return audit
+
+
+def _check_groups(audit: PolitenessAudit, log: pl.DataFrame, addresses: dict[str, str]) -> None:
+    """Hosts on one address, and hosts of one registered domain: one request in flight at a time."""
+    hosts = log["host"].unique().to_list()
+    keyed = log.with_columns(
+        ip=pl.col("host").replace_strict(
+            {h: addresses.get(h) for h in hosts}, default=None, return_dtype=pl.String
+        ),
+        domain=pl.col("host").replace_strict(
+            {h: domain_group(h) for h in hosts}, default=None, return_dtype=pl.String
+        ),
+    )
+    for column in ("ip", "domain"):
+        for (key,), group in keyed.drop_nulls(column).sort("ts_start").group_by(column, maintain_order=True):
+            if group["host"].n_unique() < 2:
+                continue
+            audit.shared_groups += 1
+            busy_until = -1.0
+            for row in group.iter_rows(named=True):
+                if row["ts_start"] < busy_until - TIMER_SLACK_S:
+                    audit.group_overlapping += 1
+                    _example(audit, f"{column} group {key}: two requests in flight at {row['ts_start']:.3f}")
+                busy_until = max(busy_until, row["ts_end"])
 
 
 def _check_pair(

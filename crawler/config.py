@@ -33,6 +33,9 @@ class PolitenessConfig:
     min_delay: float = 1.0  # seconds between two requests to one host, before robots' Crawl-delay
     max_crawl_delay: float = 60.0  # hosts asking for a longer Crawl-delay are skipped, not rushed
     per_host_concurrency: int = 1
+    group_concurrency: int = (
+        1  # in flight per group of hosts sharing an IP or a registered domain; 0: no limit
+    )
     obey_robots: bool = True
     allow_private: bool = False  # loopback/private/link-local targets are refused unless set
     backoff_base: float = 2.0  # first wait after a 429/503 without Retry-After

@@ -21,7 +21,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.failures import failure_reason
-from scheduler.scrapy_scheduler import host_blocked, host_ready_at
+from scheduler.scrapy_scheduler import host_blocked, host_ready_at, politeness_changed, politeness_restored
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -76,6 +76,7 @@ class Politeness:
         self.hosts: dict[str, HostPoliteness] = {}
         self.too_slow: set[str] = set()
         crawler.signals.connect(self.robots_parsed, signal=signals.robots_parsed)
+        crawler.signals.connect(self.restore, signal=politeness_restored)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -92,22 +93,26 @@ class Politeness:
         return None if downloader is None else downloader.slots.get(key)
 
     def robots_parsed(self, robotparser: Any, request: Request) -> None:
-        host = urlparse_cached(request).hostname or ""
-        crawl_delay = robotparser.crawl_delay()
+        self.set_crawl_delay(urlparse_cached(request).hostname or "", robotparser.crawl_delay())
+
+    def set_crawl_delay(self, host: str, crawl_delay: float | None) -> None:
         stats = self.crawler.stats
         if crawl_delay is None:
             return
+        state = self.host(host)
+        state.crawl_delay = crawl_delay
         if crawl_delay > self.max_crawl_delay:
             self.too_slow.add(host)
+            self._announce(host, state, state.ready_at)  # stored: a resumed run skips it too
             stats.inc_value("robotstxt/crawl_delay_too_long")
             logger.info("skipping %s: Crawl-delay %.1fs exceeds the maximum", host, crawl_delay)
             return
         stats.inc_value("robotstxt/crawl_delay")
-        state = self.host(host)
-        state.crawl_delay = crawl_delay
         state.delay = max(self.min_delay, crawl_delay)
         self._announce(host, state, max(state.ready_at, state.last_end + state.delay))
-        downloader = self.crawler.engine.downloader
+        downloader = self.crawler.engine.downloader if self.crawler.engine else None
+        if downloader is None:
+            return
         downloader.per_slot_settings[host] = {
             "delay": state.delay,
             "concurrency": self.concurrency,
@@ -167,9 +172,33 @@ class Politeness:
         self.crawler.signals.send_catch_log(signal=host_blocked, host=host, reason=reason)
 
     def _announce(self, host: str, state: HostPoliteness, ready_at: float) -> None:
-        """Tell the frontier, so it hands out no request of this host before then."""
+        """Tell the frontier, so it hands out no request of this host before then, and store it."""
         state.ready_at = ready_at
         self.crawler.signals.send_catch_log(signal=host_ready_at, host=host, ready_at=ready_at)
+        saved = {
+            "ready_at": time.time() + (ready_at - time.monotonic()),  # wall clock survives a restart
+            "delay": state.delay,
+            "crawl_delay": state.crawl_delay,
+            "failures": state.failures,
+            "network_failures": state.network_failures,
+        }
+        self.crawler.signals.send_catch_log(signal=politeness_changed, host=host, part="timing", state=saved)
+
+    def restore(self, rows: list[tuple[str, str, dict[str, Any]]]) -> None:
+        """A resumed run: each host waits as long as it would have (at least its delay from now), with its
+        Crawl-delay and backoff; it is not sent robots.txt again (crawler/robots.py restores that)."""
+        offset = time.monotonic() - time.time()
+        for host, part, saved in rows:
+            if part != "timing":
+                continue
+            state = self.host(host)
+            state.failures = int(saved.get("failures", 0))
+            state.network_failures = int(saved.get("network_failures", 0))
+            self.set_crawl_delay(host, saved.get("crawl_delay"))
+            # at least a full delay from now: the last fetch before the stop may not have been stored
+            state.last_end = time.monotonic()
+            ready_at = max(float(saved.get("ready_at", 0.0)) + offset, state.last_end + state.delay)
+            self._announce(host, state, ready_at)
 
     def is_too_slow(self, host: str) -> bool:
         return host in self.too_slow

@@ -26,7 +26,14 @@ from twisted.internet.defer import Deferred
 from crawler.failures import failure_reason
 from crawler.politeness import Politeness, parse_retry_after
 from crawler.robots_rules import DISALLOW_ALL, RobotsRules
-from scheduler.scrapy_scheduler import DISCOVER_META, LEASE_META, host_blocked, host_ready_at
+from scheduler.scrapy_scheduler import (
+    DISCOVER_META,
+    LEASE_META,
+    host_blocked,
+    host_ready_at,
+    politeness_changed,
+    politeness_restored,
+)
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -63,6 +70,7 @@ class RobotsPolicy:
         self.backoff_max = settings.getfloat("HOSTCRAWL_BACKOFF_MAX")
         self.entries: dict[str, RobotsEntry] = {}
         self.waiting: dict[str, list[Deferred[RobotsEntry]]] = {}  # requests waiting for a fetch
+        crawler.signals.connect(self.restore, signal=politeness_restored)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -107,9 +115,36 @@ class RobotsPolicy:
             raise
         finally:
             self.entries[netloc] = entry
+            self._save(netloc, entry)
             for waiter in self.waiting.pop(netloc):
                 waiter.callback(entry)
         return entry
+
+    def _save(self, netloc: str, entry: RobotsEntry) -> None:
+        """The body as served and when it expires (wall clock), so a resumed run does not refetch it."""
+        state = {
+            "body": None if entry.rules is None else entry.rules.text,
+            "expires_at": time.time() + (entry.expires_at - time.monotonic()),
+            "unavailable": entry.unavailable,
+            "failures": entry.failures,
+        }
+        self.crawler.signals.send_catch_log(
+            signal=politeness_changed, host=netloc, part="robots", state=state
+        )
+
+    def restore(self, rows: list[tuple[str, str, dict[str, Any]]]) -> None:
+        offset = time.monotonic() - time.time()
+        for netloc, part, saved in rows:
+            if part != "robots":
+                continue
+            body = saved.get("body")
+            rules = None if body is None else RobotsRules(str(body).encode("utf-8"), self.user_agent)
+            expires_at = float(saved.get("expires_at", 0.0)) + offset
+            entry = RobotsEntry(
+                rules, expires_at, bool(saved.get("unavailable")), int(saved.get("failures", 0))
+            )
+            self.entries[netloc] = entry
+        self.stats.set_value("robotstxt/restored", sum(part == "robots" for _, part, _ in rows))
 
     async def _fetch(self, origin: str, host: str, previous: RobotsEntry | None) -> RobotsEntry:
         assert self.crawler.engine is not None

@@ -59,7 +59,8 @@ def build_settings(config: CrawlConfig, run_dir: Path, *, progress: bool = True)
         "USER_AGENT": p.full_user_agent(),
         "ROBOTSTXT_USER_AGENT": p.user_agent,
         "CONCURRENT_REQUESTS_PER_DOMAIN": p.per_host_concurrency,
-        "CONCURRENT_REQUESTS_PER_IP": 0,
+        "CONCURRENT_REQUESTS_PER_IP": 0,  # the frontier's politeness groups do this (scheduler/groups.py)
+        "HOSTCRAWL_GROUP_CONCURRENCY": p.group_concurrency,
         "DOWNLOAD_DELAY": p.min_delay,
         "DOWNLOAD_DELAY_JITTER": 0.0,  # jitter would dip below the floor
         "RANDOMIZE_DOWNLOAD_DELAY": False,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from scheduler.frontier import FetchedPage, SQLiteFrontier
+from scheduler.groups import PolitenessGroups
 from scheduler.hosts import HostRecord, HostState, Phase, QueuedUrl, host_state, restore_host
 from scheduler.lease import Lease, ScoreLag
 from scheduler.policies import CrawlProgress, Policy, has_page
@@ -26,6 +27,7 @@ class FrontierLimits:
     per_host_budget: int = 0  # 0 = no cap
     per_host_queue: int = 50_000  # queued URLs kept per host
     concurrency_per_host: int = 1
+    concurrency_per_group: int = 1  # hosts sharing an IP or a registered domain (scheduler/groups.py)
     threshold: float = 0.5  # a page counts as high quality above this score
     # Fewer hosts than this in flight: hosts the policy ranks "not now" may fill the idle capacity.
     # A polite crawl of one host at a time would take forever; this trades a little budget for time.
@@ -69,6 +71,7 @@ class HostFrontier:
         # pages the last run fetched but had no score for: cleaned again from the store, not refetched
         self.recovered: list[tuple[Lease, FetchedPage]] = []
         self.epoch = policy.epoch(self.progress)
+        self.groups = PolitenessGroups(limits.concurrency_per_group)
 
     # -- enqueue ----------------------------------------------------------------------------------
 
@@ -77,6 +80,7 @@ class HostFrontier:
         if record is None:
             record = self.hosts[name] = HostRecord(name, budget=self.limits.per_host_budget)
             record.tld = name.rsplit(".", 1)[-1]
+            self.groups.add_host(name)
             self.on_new_host(record)
             self.count("host/discovered")
         return record
@@ -142,6 +146,8 @@ class HostFrontier:
         record.version += 1
         if record.in_flight >= self.limits.concurrency_per_host or not record.can_fetch_more():
             return
+        if not self.groups.free(record.host):
+            return  # touched again when its group has room
         if record.ready_at > self.clock():
             heapq.heappush(self.waiting, (record.ready_at, record.host))
             return
@@ -199,7 +205,7 @@ class HostFrontier:
             record = self.hosts[name]
             if version != record.version or record.in_flight >= self.limits.concurrency_per_host:
                 continue
-            if not record.can_fetch_more() or record.ready_at > self.clock():
+            if not record.can_fetch_more() or record.ready_at > self.clock() or not self.groups.free(name):
                 continue
             lease = self._lease(record)
             if lease is not None:
@@ -216,7 +222,8 @@ class HostFrontier:
             if not record.queue:
                 del self.urgent[name]
                 continue
-            if record.in_flight < self.limits.concurrency_per_host and record.ready_at <= now:
+            free = self.groups.free(name) and record.in_flight < self.limits.concurrency_per_host
+            if free and record.ready_at <= now:
                 self.urgent[name] -= 1
                 if self.urgent[name] <= 0:
                     del self.urgent[name]
@@ -249,9 +256,11 @@ class HostFrontier:
         self.store.lease(item.row_id)
         self.dirty.add(record.host)
         record.version += 1
-        return Lease(
+        lease = Lease(
             record.host, item.url, item.depth, item.row_id, item.seq, phase, item.extra, sitemap=item.discover
         )
+        self.groups.take(lease)
+        return lease
 
     def next_ready_at(self) -> float | None:
         return self.waiting[0][0] if self.waiting else None
@@ -277,6 +286,8 @@ class HostFrontier:
             record.sample_handed -= 1  # never reached the host: draw another sample
         self.dirty.add(record.host)
         self.touch(record)
+        for name in self.groups.release(lease):
+            self.touch(self.hosts[name])
 
     def retire(self, lease: Lease) -> None:
         """A retry or redirect replaces this lease: its row is done, the new request has its own."""

@@ -29,6 +29,7 @@ pytestmark = pytest.mark.slow
 MIN_DELAY = 0.2
 USER_AGENT = "hostcrawl-polite/1.0"
 ROBOTS_ATTEMPTS = ROBOTS_429_TIMES + 1
+SHARED = 3  # hosts on one address, and hosts of one registered domain
 
 
 @dataclass
@@ -48,7 +49,14 @@ class Crawl:
 @pytest.fixture(scope="module")
 def crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crawl]:
     base = tmp_path_factory.mktemp("polite")
-    web_config = TestWebConfig(n_hosts=16, seed=7, hostile_share=0.0, politeness_hosts=POLITENESS_KINDS)
+    web_config = TestWebConfig(
+        n_hosts=16,
+        seed=7,
+        hostile_share=0.0,
+        politeness_hosts=POLITENESS_KINDS,
+        shared_ip_hosts=SHARED,
+        farm_hosts=SHARED,
+    )
     web_dir, run_dir = base / "web", base / "run"
     web_dir.mkdir()
     with TestWebProcess(web_config, web_dir) as web:
@@ -72,6 +80,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crawl]:
     kinds = {kind: SiteModel(web_config).hosts[i].name for i, kind in enumerate(POLITENESS_KINDS)}
     crawl = Crawl(run_dir, web_dir, web_config, process, stats, log, kinds)
     crawl.stats["_audit_clean"] = int(audit.clean)
+    crawl.stats["_shared_groups"] = audit.shared_groups
     crawl.stats["_audit"] = audit.as_dict()  # type: ignore[assignment]
     yield crawl
 
@@ -130,3 +139,14 @@ def test_redirects_to_private_and_cgnat_addresses_are_refused(crawl: Crawl) -> N
     assert crawl.stats.get("fetch/refused/cgnat", 0) >= 1
     assert crawl.stats.get("fetch/refused/link_local", 0) >= 1
     assert crawl.stats.get("fetch/refused/private", 0) >= 1
+
+
+def test_hosts_on_one_address_or_one_domain_get_one_request_at_a_time(crawl: Crawl) -> None:
+    """The audit's group check (clean above) had two groups to check, and no group was starved."""
+    assert crawl.stats["_shared_groups"] == 2
+    hosts = [h.name for h in SiteModel(crawl.web_config).hosts]
+    grouped = hosts[len(POLITENESS_KINDS) : len(POLITENESS_KINDS) + SHARED] + hosts[-SHARED:]
+    assert all(h.endswith(".farm.example") for h in hosts[-SHARED:])
+    visited = crawl.log.filter(pl.col("path") != "/robots.txt").group_by("host").len()
+    counts = dict(visited.iter_rows())
+    assert all(counts.get(h, 0) >= 2 for h in grouped), counts

@@ -142,7 +142,7 @@ class SiteModel:
             kind = KINDS[kind_i[i]]
             all_sections = KIND_SECTIONS[kind]
             sections = tuple(all_sections[(rot[i] + k) % 6] for k in range(n_sec[i]))
-            name = f"{kind}-{i}.example"
+            name = f"{kind}-{i}.farm.example" if i >= n - cfg.farm_hosts else f"{kind}-{i}.example"
             delay: float | None = float(delays[i]) if delay_u[i] < cfg.crawl_delay_share else None
             disallow: tuple[str, ...]
             if src_u[i] < cfg.robots_missing_share:

@@ -1,5 +1,6 @@
 """Hosts that test a crawler's politeness on the real web's terms: robots.txt that answers 429, times out
-or disallows everything, an hour of Retry-After, redirects to private and CGNAT addresses.
+or disallows everything, an hour of Retry-After, redirects to private and CGNAT addresses, hosts on
+one shared address (`shared_ip_hosts`) and a wildcard subdomain farm (`farm_hosts`, model.py).
 
 Opt-in (`TestWebConfig.politeness_hosts`): host i gets the i-th kind named there, so the generated web
 is unchanged for everyone else. `addresses()` is the test web's resolver: an /etc/hosts-style table
@@ -21,6 +22,7 @@ ROBOTS_429_RETRY_AFTER = 2
 ROBOTS_TIMEOUT_S = 60.0  # longer than any crawler timeout
 RETRY_HOUR_S = 3600
 ADDRESSES_FILE = "addresses.txt"
+SHARED_ADDRESS = "45.255.0.1"
 # /go/<name> on a redirect_private host answers 302 to a target no crawler may fetch
 PRIVATE_REDIRECTS = {
     "metadata": "http://100.100.100.200/latest/meta-data/",  # CGNAT: cloud metadata
@@ -40,7 +42,11 @@ def internal_name(spec: HostSpec) -> str:
 
 def addresses(model: SiteModel) -> str:
     """The resolver's table, one `ADDRESS NAME` line per name."""
-    lines = [f"{public_address(h.index)} {h.name}" for h in model.hosts]
+    first = len(model.cfg.politeness_hosts)
+    shared = range(first, first + model.cfg.shared_ip_hosts)
+    lines = [
+        f"{SHARED_ADDRESS if h.index in shared else public_address(h.index)} {h.name}" for h in model.hosts
+    ]
     for h in model.hosts:
         if h.hostile == "redirect_private":
             lines.append(f"10.0.{(h.index >> 8) & 255}.{h.index & 255} {internal_name(h)}")
