@@ -13,10 +13,13 @@ import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
+from urllib.parse import urlsplit
 
 from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.resolver import CachingThreadedResolver
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet import defer
 
 from scheduler.scrapy_scheduler import host_address, host_discovered
 
@@ -131,8 +134,9 @@ class PrivateAddressGuard:
         if reason is not None:
             self._refuse(host, reason)
 
-    def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
-        """The address the connection reached, when it went straight to the host (not via a proxy)."""
+    def check_connected(self, request: Request, response: Response) -> Response:
+        """The address the connection reached, when it went straight to the host (not via a proxy);
+        the download handler calls this before any middleware sees the response."""
         address = response.ip_address
         if address is None or "proxy" in request.meta:
             return response
@@ -187,3 +191,58 @@ class PrivateAddressGuard:
             return []
         address = literal_address(str(resolved))
         return [] if address is None else [address]
+
+
+class GuardedResolver(CachingThreadedResolver):
+    """Scrapy's caching DNS resolver (TWISTED_DNS_RESOLVER) that answers from the hosts file first and
+    never hands a connection a forbidden address: even when DNS changes its answer after the guard
+    asked (DNS rebinding), nothing connects to loopback, private, CGNAT or link-local targets. Only the
+    configured proxy is exempt."""
+
+    def __init__(
+        self,
+        reactor: Any,
+        cache_size: int,
+        timeout: float,
+        hosts: dict[str, list[IPAddress]] | None = None,
+        exempt: frozenset[str] = frozenset(),
+        allow_private: bool = True,
+    ) -> None:
+        super().__init__(reactor, cache_size, timeout)
+        self.hosts = hosts or {}
+        self.exempt = exempt
+        self.allow_private = allow_private
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, reactor: Any) -> Self:
+        settings = crawler.settings
+        hosts_file = settings.get("HOSTCRAWL_HOSTS_FILE")
+        proxy = settings.get("HOSTCRAWL_PROXY")
+        return cls(
+            reactor,
+            settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0,
+            settings.getfloat("DNS_TIMEOUT"),
+            read_hosts_file(Path(hosts_file)) if hosts_file else {},
+            frozenset({(urlsplit(proxy).hostname or "").lower()} if proxy else ()),
+            settings.getbool("HOSTCRAWL_ALLOW_PRIVATE"),
+        )
+
+    def getHostByName(self, name: str, timeout: Any = ()) -> defer.Deferred[str]:
+        listed = self.hosts.get(name.lower())
+        if listed:
+            answer: defer.Deferred[str] = defer.succeed(str(listed[0]))
+        elif literal_address(name) is not None:
+            answer = defer.succeed(name)
+        else:
+            answer = super().getHostByName(name, timeout)
+        if self.allow_private or name.lower() in self.exempt:
+            return answer
+        return answer.addCallback(self._checked, name)
+
+    @staticmethod
+    def _checked(address: str, name: str) -> str:
+        literal = literal_address(address)
+        reason = "unresolvable" if literal is None else address_class(literal)
+        if reason is not None:
+            raise IgnoreRequest(f"refusing {reason} target {name} (it resolved to {address} on connecting)")
+        return address

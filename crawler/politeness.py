@@ -20,6 +20,7 @@ from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.httpobj import urlparse_cached
 
+from crawler.addresses import PrivateAddressGuard
 from crawler.failures import failure_reason
 from scheduler.scrapy_scheduler import host_blocked, host_ready_at, politeness_changed, politeness_restored
 
@@ -211,6 +212,7 @@ class PoliteDownloadHandler(HTTP11DownloadHandler):
         super().__init__(crawler)
         # Twisted silently resends a GET whose pooled connection died; that skips the host's delay
         self._pool.retryAutomatically = False
+        self.crawler = crawler
         self.politeness = crawler.get_extension(Politeness)
 
     async def download_request(self, request: Request) -> Response:
@@ -218,6 +220,9 @@ class PoliteDownloadHandler(HTTP11DownloadHandler):
         error: BaseException | None = None
         try:
             response = await super().download_request(request)
+            guard = self.crawler.get_downloader_middleware(PrivateAddressGuard)
+            if guard is not None:  # before any middleware (the WARC capture) sees the response
+                guard.check_connected(request, response)
             return response
         except BaseException as exc:
             error = exc

@@ -74,6 +74,7 @@ def build_settings(config: CrawlConfig, run_dir: Path, *, progress: bool = True)
         "HOSTCRAWL_ALLOW_PRIVATE": p.allow_private,
         "HOSTCRAWL_ADDRESS_TTL": p.address_ttl,
         "HOSTCRAWL_HOSTS_FILE": p.hosts_file,
+        "TWISTED_DNS_RESOLVER": "crawler.addresses.GuardedResolver",  # the address connected to is checked
         "RETRY_ENABLED": True,
         "RETRY_TIMES": p.retry_times,
         "RETRY_HTTP_CODES": [500, 502, 503, 504, 522, 524, 408, 429],

@@ -19,6 +19,7 @@ from scheduler.urls import TrapGuard, canonical, fingerprint, url_shape
 
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
 DIGITS = re.compile(r"\d+")
+ENDED = (HostState.DROPPED, HostState.BLOCKED)  # no policy decision changes these
 
 
 @dataclass(slots=True)
@@ -144,10 +145,9 @@ class HostFrontier:
     def touch(self, record: HostRecord) -> None:
         """Its priority may have changed: re-queue it in the heap or the politeness wait list."""
         record.version += 1
-        if record.in_flight >= self.limits.concurrency_per_host or not record.can_fetch_more():
-            return
-        if not self.groups.free(record.host):
-            return  # touched again when its group has room
+        full = record.in_flight >= self.limits.concurrency_per_host or not self.groups.free(record.host)
+        if full or not record.can_fetch_more():
+            return  # touched again when the host or its politeness group has room
         if record.ready_at > self.clock():
             heapq.heappush(self.waiting, (record.ready_at, record.host))
             return
@@ -257,7 +257,7 @@ class HostFrontier:
         self.dirty.add(record.host)
         record.version += 1
         lease = Lease(
-            record.host, item.url, item.depth, item.row_id, item.seq, phase, item.extra, sitemap=item.discover
+            record.host, item.url, item.depth, item.row_id, item.seq, phase, item.extra, item.discover
         )
         self.groups.take(lease)
         return lease
@@ -334,15 +334,14 @@ class HostFrontier:
         self.commit()
 
     def _drop(self, record: HostRecord, reason: str) -> None:
-        if record.state not in (HostState.DROPPED, HostState.BLOCKED):
+        if record.state not in ENDED:
             record.state = HostState.DROPPED
             record.drop_reason = reason
             self.count(f"host/dropped/{reason}")
             self.dirty.add(record.host)
 
     def _settle(self, record: HostRecord) -> None:
-        ended = (HostState.DROPPED, HostState.BLOCKED)
-        if not record.queue and not record.in_flight and record.state not in ended:
+        if not record.queue and not record.in_flight and record.state not in ENDED:
             if record.state is not HostState.EXHAUSTED:
                 self.count("host/exhausted")
             record.state = HostState.EXHAUSTED

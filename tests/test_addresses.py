@@ -11,7 +11,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
-from crawler.addresses import PrivateAddressGuard, address_class, read_hosts_file
+from crawler.addresses import GuardedResolver, PrivateAddressGuard, address_class, read_hosts_file
 
 
 @pytest.mark.parametrize(
@@ -72,13 +72,13 @@ def test_the_address_a_connection_reached_is_checked() -> None:
     request = Request("http://rebinding.example/")
     response = Response(request.url, request=request, ip_address=ipaddress.ip_address("127.0.0.1"))
     with pytest.raises(IgnoreRequest, match="loopback"):
-        guard.process_response(request, response)
+        guard.check_connected(request, response)
     assert guard.verdicts["rebinding.example"][0] == "loopback", "the next request is refused up front"
     public = Response(request.url, request=request, ip_address=ipaddress.ip_address("8.8.8.8"))
-    assert guard.process_response(request, public) is public
+    assert guard.check_connected(request, public) is public
     proxied = Request("http://via-proxy.example/", meta={"proxy": "http://127.0.0.1:8080"})
     through = Response(proxied.url, request=proxied, ip_address=ipaddress.ip_address("127.0.0.1"))
-    assert guard.process_response(proxied, through) is through, "the proxy itself may be local"
+    assert guard.check_connected(proxied, through) is through, "the proxy itself may be local"
 
 
 def test_names_are_refused_by_their_address_and_fail_closed(tmp_path: Path) -> None:
@@ -99,3 +99,24 @@ def test_names_are_refused_by_their_address_and_fail_closed(tmp_path: Path) -> N
     proxied = _guard(HOSTCRAWL_HOSTS_FILE=str(hosts), HOSTCRAWL_PROXY="http://127.0.0.1:1")
     assert verdict(proxied, "nowhere.invalid") is None, "only the proxy can resolve it"
     assert verdict(proxied, "internal.example") == "private", "a known private name stays refused"
+
+
+def test_connections_never_go_to_a_forbidden_address(tmp_path: Path) -> None:
+    """The resolver the downloader connects with refuses what the guard would, whatever DNS says then."""
+    hosts = {
+        "public.example": [ipaddress.ip_address("45.0.0.1")],
+        "rebound.example": [ipaddress.ip_address("127.0.0.1")],
+    }
+    resolver = GuardedResolver(None, 0, 5.0, hosts, frozenset({"127.0.0.1"}), allow_private=False)
+    answers: list[object] = []
+    resolver.getHostByName("public.example").addBoth(answers.append)
+    resolver.getHostByName("rebound.example").addBoth(answers.append)
+    resolver.getHostByName("100.100.100.200").addBoth(answers.append)
+    resolver.getHostByName("127.0.0.1").addBoth(answers.append)  # the proxy
+    assert answers[0] == "45.0.0.1"
+    assert "refusing loopback target rebound.example" in str(getattr(answers[1], "value", ""))
+    assert "refusing cgnat target 100.100.100.200" in str(getattr(answers[2], "value", ""))
+    assert answers[3] == "127.0.0.1"
+    allowing = GuardedResolver(None, 0, 5.0, hosts, allow_private=True)
+    allowing.getHostByName("rebound.example").addBoth(answers.append)
+    assert answers[4] == "127.0.0.1", "--allow-private: the hosts file still answers"

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from hostcrawl_cli import hostcrawl
 
-from crawler.audit import audit_test_web
+from crawler.audit import audit_test_web, read_request_log
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 from crawler.testweb.politeness_hosts import (
     ADDRESSES_FILE,
@@ -150,3 +150,27 @@ def test_hosts_on_one_address_or_one_domain_get_one_request_at_a_time(crawl: Cra
     visited = crawl.log.filter(pl.col("path") != "/robots.txt").group_by("host").len()
     counts = dict(visited.iter_rows())
     assert all(counts.get(h, 0) >= 2 for h in grouped), counts
+
+
+def test_the_hosts_file_is_what_connections_resolve_with(tmp_path: Path) -> None:
+    """No proxy: a name the hosts file puts on loopback is reached with --allow-private (the downloader
+    resolves through the hosts file) and refused without it, before any byte is sent."""
+    web_dir = tmp_path / "web"
+    web_dir.mkdir()
+    hosts = tmp_path / "hosts"
+    with TestWebProcess(TestWebConfig(n_hosts=3, seed=1, hostile_share=0.0), web_dir) as web:
+        name = web.seed_urls[0].split("/")[2]
+        hosts.write_text(f"127.0.0.1 {name}\n")
+        config = tmp_path / "crawl.toml"
+        config.write_text(f'[politeness]\nhosts_file = "{hosts}"\n')
+        url = f"http://{name}:{web.port}/"
+        common = ["--config", str(config), "--min-delay", "0", "--max-pages", "3", "--no-progress"]
+        refused = hostcrawl("crawl", url, "--out", str(tmp_path / "refused"), *common)
+        assert read_request_log(web_dir / "requests.jsonl").height == 0, "a request reached loopback"
+        allowed = hostcrawl("crawl", url, "--out", str(tmp_path / "allowed"), "--allow-private", *common)
+    assert refused.returncode == 1, refused.stderr[-2000:]
+    stats = json.loads((tmp_path / "refused" / "stats.json").read_text())
+    assert stats.get("fetch/refused/loopback", 0) >= 1
+    assert allowed.returncode == 0, allowed.stderr[-2000:]
+    log = read_request_log(web_dir / "requests.jsonl")
+    assert log.height >= 2 and set(log["host"].to_list()) == {name}
