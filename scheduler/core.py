@@ -12,9 +12,10 @@ from urllib.parse import urlsplit
 
 from scheduler.frontier import FetchedPage, SQLiteFrontier
 from scheduler.groups import PolitenessGroups
-from scheduler.hosts import HostRecord, HostState, Phase, QueuedUrl, host_state, restore_host
+from scheduler.hosts import HostRecord, HostState, Phase, QueuedUrl, host_state
 from scheduler.lease import Lease, ScoreLag
 from scheduler.policies import CrawlProgress, Policy, has_page
+from scheduler.resume import load_frontier
 from scheduler.urls import TrapGuard, canonical, fingerprint, url_shape
 
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
@@ -383,39 +384,4 @@ class HostFrontier:
 
     def load(self) -> int:
         """Rebuild the working set from the store; returns the number of requeued in-flight URLs."""
-        leased = self.store.leased_ids()
-        requeued = self.store.requeue_leased()
-        self.seen.update(self.store.seen())
-        for name, data in self.store.hosts():
-            restore_host(self.host(name), data)
-        top = -1
-        for row in self.store.pending():
-            record = self.host(row.host)
-            item = QueuedUrl(row.url, row.depth, row.seq, row.row_id, row.extra, row.discover)
-            if row.row_id in leased:
-                record.queue.appendleft(item)
-                self.urgent[row.host] = self.urgent.get(row.host, 0) + 1
-            else:
-                record.queue.append(item)
-            top = max(top, row.seq)
-        for page in self.store.fetched_pages():
-            record = self.host(page.host)
-            phase = Phase(page.page.get("phase") or Phase.DEEPEN.value)
-            lease = Lease(page.host, page.url, page.depth, page.row_id, page.seq, phase, None)
-            lease.sitemap, lease.fetched, lease.ended = page.discover, True, True
-            record.fetched += 1  # spent budget, though not yet settled
-            record.sample_handed += phase is Phase.SAMPLE
-            self.unobserved += 1
-            self.recovered.append((lease, page))
-            top = max(top, page.seq)
-        self.seq = itertools.count(top + 1)
-        self.progress.fetched = sum(r.fetched for r in self.hosts.values())
-        for lease, _ in self.recovered:
-            lease.fetch_number = self.progress.fetched
-        self.progress.explore_fetches = int(self.store.get_meta("explore_fetches") or 0)
-        for record in self.hosts.values():
-            record.in_flight = 0
-            record.ready_at = 0.0
-            self.touch(record)
-        self.store.commit()
-        return requeued
+        return load_frontier(self)
