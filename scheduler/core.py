@@ -116,6 +116,9 @@ class HostFrontier:
                 return "duplicate"
         record = self.host(host_name)
         if record.state is HostState.BLOCKED:
+            if not force:  # discovered, and deliberately not queued: a resume does not queue it either
+                self.seen.add(fp)
+                self.store.add_seen((fp,))
             return "host_blocked"
         if len(record.queue) >= self.limits.per_host_queue:
             return "host_queue_full"

@@ -41,6 +41,7 @@ def test_a_blocked_host_hands_out_nothing_and_drops_its_queue(tmp_path: Path) ->
     assert counted.count("host/blocked/robots_disallow_all") == 1
     assert counted.count("frontier/dropped/host_blocked") == 50
     assert frontier.add("http://blocked.example/new.html", 1) == "host_blocked"
+    assert frontier.add("http://blocked.example/new.html", 1) == "duplicate", "it was discovered: seen"
     frontier.commit()
     pending = {row.host for row in frontier.store.pending()}
     assert "blocked.example" not in pending, "the dropped URLs are gone from the store too"
