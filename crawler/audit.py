@@ -8,10 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from protego import Protego
 
+from crawler.addresses import address_class, literal_address, read_hosts_file
+from crawler.robots_rules import RobotsRules
 from crawler.testweb import SiteModel
+from crawler.testweb.politeness_hosts import ADDRESSES_FILE
 from crawler.testweb.server import REQUESTS_FILE
+from scheduler.groups import domain_group
 
 TIMER_SLACK_S = 0.05  # loopback connect and timer granularity; anything beyond is a real violation
 EXAMPLES_KEPT = 5
@@ -25,12 +28,26 @@ class PolitenessAudit:
     too_fast: int = 0  # started sooner than the host's delay after the previous one
     disallowed: int = 0  # robots.txt said no
     backoff_ignored: int = 0  # came back sooner than Retry-After
+    robots_unavailable_ignored: int = (
+        0  # a page requested while robots.txt had not been read (429, 5xx, none)
+    )
+    private_fetched: int = 0  # a request for a private, CGNAT, link-local... target reached the server
+    group_overlapping: int = 0  # two requests in flight to hosts of one IP address or registered domain
+    shared_groups: int = 0  # groups of more than one host that the crawl visited
     min_gap_ratio: float | None = None  # smallest (gap / required delay) over all hosts
     examples: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
-        return not (self.overlapping or self.too_fast or self.disallowed or self.backoff_ignored)
+        return not (
+            self.overlapping
+            or self.too_fast
+            or self.disallowed
+            or self.backoff_ignored
+            or self.robots_unavailable_ignored
+            or self.private_fetched
+            or self.group_overlapping
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return dict(asdict(self), clean=self.clean)
@@ -50,24 +67,35 @@ def audit_politeness(
     crawl_delays: dict[str, float],
     min_delay: float,
     user_agent: str,
+    addresses: dict[str, str] | None = None,
 ) -> PolitenessAudit:
-    """`robots` maps host -> robots.txt text as served; `crawl_delays` host -> Crawl-delay seconds."""
+    """`robots` maps host -> robots.txt text as served; `crawl_delays` host -> Crawl-delay seconds;
+    `addresses` host -> the address the test web's resolver gives it."""
     audit = PolitenessAudit(requests=log.height)
     if not log.height:
         return audit
-    parsers = {host: Protego.parse(text) for host, text in robots.items()}
+    parsers = {host: RobotsRules(text.encode("utf-8"), user_agent) for host, text in robots.items()}
     ratios: list[float] = []
     for (host,), group in log.sort("ts_start").group_by("host", maintain_order=True):
         audit.hosts += 1
         required = max(min_delay, crawl_delays.get(str(host), 0.0))
         previous: dict[str, Any] | None = None
+        robots_read = False  # a robots.txt answer with rules (or a 4xx: no rules) has arrived
+        if _forbidden_target(str(host), addresses or {}):
+            audit.private_fetched += group.height
+            _example(audit, f"{host}: a private or CGNAT target was requested")
         for row in group.iter_rows(named=True):
             path = row["path"]
             parser = parsers.get(str(host))
+            if path.startswith("/robots.txt"):
+                robots_read = robots_read or _robots_readable(row)
+            elif not robots_read:
+                audit.robots_unavailable_ignored += 1
+                _example(audit, f"{host}{path} requested before its robots.txt could be read")
             if (
                 parser is not None
                 and not path.startswith("/robots.txt")
-                and not parser.can_fetch(f"http://{host}{path}", user_agent)
+                and not parser.allowed(f"http://{host}{path}")
             ):
                 audit.disallowed += 1
                 _example(audit, f"{host}{path} is disallowed by robots.txt")
@@ -75,7 +103,32 @@ def audit_politeness(
                 _check_pair(audit, str(host), previous, row, required, ratios)
             previous = row
     audit.min_gap_ratio = min(ratios) if ratios else None
+    _check_groups(audit, log, addresses or {})
     return audit
+
+
+def _check_groups(audit: PolitenessAudit, log: pl.DataFrame, addresses: dict[str, str]) -> None:
+    """Hosts on one address, and hosts of one registered domain: one request in flight at a time."""
+    hosts = log["host"].unique().to_list()
+    keyed = log.with_columns(
+        ip=pl.col("host").replace_strict(
+            {h: addresses.get(h) for h in hosts}, default=None, return_dtype=pl.String
+        ),
+        domain=pl.col("host").replace_strict(
+            {h: domain_group(h) for h in hosts}, default=None, return_dtype=pl.String
+        ),
+    )
+    for column in ("ip", "domain"):
+        for (key,), group in keyed.drop_nulls(column).sort("ts_start").group_by(column, maintain_order=True):
+            if group["host"].n_unique() < 2:
+                continue
+            audit.shared_groups += 1
+            busy_until = -1.0
+            for row in group.iter_rows(named=True):
+                if row["ts_start"] < busy_until - TIMER_SLACK_S:
+                    audit.group_overlapping += 1
+                    _example(audit, f"{column} group {key}: two requests in flight at {row['ts_start']:.3f}")
+                busy_until = max(busy_until, row["ts_end"])
 
 
 def _check_pair(
@@ -103,6 +156,19 @@ def _check_pair(
             _example(audit, f"{host}: came back after {waited:.2f}s, Retry-After was {retry_after}")
 
 
+def _robots_readable(row: dict[str, Any]) -> bool:
+    """RFC 9309 §2.3.1: 2xx and 4xx (but 429) are answers; 429, 5xx and aborted fetches are not."""
+    status = int(row["status"] or 0)
+    return not row["aborted"] and 200 <= status < 500 and status != 429
+
+
+def _forbidden_target(host: str, addresses: dict[str, str]) -> bool:
+    literal = literal_address(host)
+    if literal is None and host in addresses:
+        literal = literal_address(addresses[host])
+    return literal is not None and address_class(literal) is not None
+
+
 def _example(audit: PolitenessAudit, text: str) -> None:
     if len(audit.examples) < EXAMPLES_KEPT:
         audit.examples.append(text)
@@ -118,7 +184,9 @@ def audit_test_web(
     robots = {h: model.render(h, "/robots.txt").body.decode("utf-8", "replace") for h in hosts}
     truth = pl.read_parquet(web_dir / "hosts.parquet", columns=["host", "crawl_delay"])
     delays = dict(truth.drop_nulls().iter_rows())
-    return log, audit_politeness(log, robots, delays, min_delay, user_agent)
+    table = read_hosts_file(web_dir / ADDRESSES_FILE) if (web_dir / ADDRESSES_FILE).exists() else {}
+    addresses = {name: str(found[0]) for name, found in table.items()}
+    return log, audit_politeness(log, robots, delays, min_delay, user_agent, addresses)
 
 
 def yield_against_truth(pages: pl.DataFrame, truth_pages: pl.DataFrame, score: str) -> dict[str, Any]:

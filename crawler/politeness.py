@@ -1,27 +1,28 @@
-"""Politeness beyond Scrapy's defaults: robots.txt Crawl-delay, backoff on 429/503, no private targets."""
+"""Per-host timing and health: delay, robots.txt Crawl-delay, 429/503 backoff, Retry-After, circuit breaker.
+
+Retry-After beyond `backoff_max` parks the host for as long as it asks, up to `HOSTCRAWL_MAX_PARK`;
+a host asking for more is blocked (`host/blocked/retry_after_too_long`). Timeouts and connection
+failures back a host off exponentially; `HOSTCRAWL_BREAKER_FAILURES` of them in a row block it
+(`host/blocked/network_errors`). The frontier hears both through signals and hands out nothing of a
+parked host before its time, and nothing at all of a blocked one.
+"""
 
 from __future__ import annotations
 
 import email.utils
-import ipaddress
-import itertools
 import logging
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
-from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
-from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
-from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.httpobj import urlparse_cached
-from scrapy.utils.misc import build_from_crawler
-from twisted.internet.defer import Deferred
 
+from crawler.addresses import PrivateAddressGuard
 from crawler.failures import failure_reason
-from scheduler.scrapy_scheduler import DISCOVER_META, host_ready_at
+from scheduler.scrapy_scheduler import host_blocked, host_ready_at, politeness_changed, politeness_restored
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -30,9 +31,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 BACKOFF_STATUSES = frozenset({429, 503})
-DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
-MAX_SITEMAPS_PER_HOST = 3
-PRIVATE_HOST_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+NETWORK_FAILURES = frozenset({"timeout", "connection_lost", "connection_refused"})
 
 
 def parse_retry_after(value: bytes | str | None, now: float | None = None) -> float | None:
@@ -56,12 +55,14 @@ def parse_retry_after(value: bytes | str | None, now: float | None = None) -> fl
 class HostPoliteness:
     delay: float  # base delay between two requests to this host
     failures: int = 0  # consecutive 429/503 responses
+    network_failures: int = 0  # consecutive timeouts and connection failures
     last_end: float = 0.0  # monotonic time the last fetch ended
     ready_at: float = 0.0  # monotonic time before which the host must not be fetched
+    crawl_delay: float | None = None  # robots.txt's, when it set one
 
 
 class Politeness:
-    """Each host's delay: the floor, raised by robots.txt Crawl-delay, stretched by 429/503 backoff."""
+    """Each host's delay: the floor, raised by robots.txt Crawl-delay, stretched by backoff."""
 
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
@@ -70,11 +71,13 @@ class Politeness:
         self.max_crawl_delay = settings.getfloat("HOSTCRAWL_MAX_CRAWL_DELAY")
         self.backoff_base = settings.getfloat("HOSTCRAWL_BACKOFF_BASE")
         self.backoff_max = settings.getfloat("HOSTCRAWL_BACKOFF_MAX")
+        self.max_park = settings.getfloat("HOSTCRAWL_MAX_PARK", 6 * 3600.0)
+        self.breaker = settings.getint("HOSTCRAWL_BREAKER_FAILURES", 6)
         self.concurrency = settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
-        self.user_agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
         self.hosts: dict[str, HostPoliteness] = {}
         self.too_slow: set[str] = set()
         crawler.signals.connect(self.robots_parsed, signal=signals.robots_parsed)
+        crawler.signals.connect(self.restore, signal=politeness_restored)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -91,21 +94,26 @@ class Politeness:
         return None if downloader is None else downloader.slots.get(key)
 
     def robots_parsed(self, robotparser: Any, request: Request) -> None:
-        host = urlparse_cached(request).hostname or ""
-        crawl_delay = robotparser.crawl_delay(self.user_agent)
+        self.set_crawl_delay(urlparse_cached(request).hostname or "", robotparser.crawl_delay())
+
+    def set_crawl_delay(self, host: str, crawl_delay: float | None) -> None:
         stats = self.crawler.stats
         if crawl_delay is None:
             return
+        state = self.host(host)
+        state.crawl_delay = crawl_delay
         if crawl_delay > self.max_crawl_delay:
             self.too_slow.add(host)
+            self._announce(host, state, state.ready_at)  # stored: a resumed run skips it too
             stats.inc_value("robotstxt/crawl_delay_too_long")
             logger.info("skipping %s: Crawl-delay %.1fs exceeds the maximum", host, crawl_delay)
             return
         stats.inc_value("robotstxt/crawl_delay")
-        state = self.host(host)
         state.delay = max(self.min_delay, crawl_delay)
         self._announce(host, state, max(state.ready_at, state.last_end + state.delay))
-        downloader = self.crawler.engine.downloader
+        downloader = self.crawler.engine.downloader if self.crawler.engine else None
+        if downloader is None:
+            return
         downloader.per_slot_settings[host] = {
             "delay": state.delay,
             "concurrency": self.concurrency,
@@ -115,22 +123,19 @@ class Politeness:
         if slot is not None:
             slot.delay = state.delay
 
-    def fetch_ended(self, request: Request, response: Response | None) -> None:
+    def fetch_ended(
+        self, request: Request, response: Response | None, error: BaseException | None = None
+    ) -> None:
         """Counts the host's delay from the end of a fetch, so a lagging reactor can't shorten it."""
         key = request.meta.get("download_slot") or urlparse_cached(request).hostname or ""
         state = self.host(key)
         wait = state.delay
         if response is not None and response.status in BACKOFF_STATUSES:
-            state.failures += 1
-            retry_after = parse_retry_after(response.headers.get(b"Retry-After"))
-            exponential = self.backoff_base * 2 ** (state.failures - 1)
-            wait = min(self.backoff_max, max(retry_after or 0.0, exponential, state.delay))
-            self.crawler.stats.inc_value(f"politeness/backoff/{response.status}")
-            if retry_after is not None:
-                self.crawler.stats.inc_value("politeness/retry_after_honoured")
-            logger.info("backing off %s for %.1fs after HTTP %s", key, wait, response.status)
+            wait = self._backoff(key, state, response)
         elif response is not None:
-            state.failures = 0
+            state.failures = state.network_failures = 0
+        elif error is not None and failure_reason(error) in NETWORK_FAILURES:
+            wait = self._network_failure(key, state, failure_reason(error))
         state.last_end = time.monotonic()
         self._announce(key, state, state.last_end + wait)
         slot = self._slot(key)
@@ -138,10 +143,63 @@ class Politeness:
             # the slot sends its next request at lastseen + delay; make that now + wait
             slot.lastseen = max(slot.lastseen, time.monotonic() + wait - slot.delay)
 
+    def _backoff(self, host: str, state: HostPoliteness, response: Response) -> float:
+        stats = self.crawler.stats
+        state.failures += 1
+        retry_after = parse_retry_after(response.headers.get(b"Retry-After"))
+        exponential = self.backoff_base * 2 ** (state.failures - 1)
+        wait = min(self.backoff_max, max(exponential, state.delay))
+        stats.inc_value(f"politeness/backoff/{response.status}")
+        if retry_after is not None:
+            stats.inc_value("politeness/retry_after_honoured")
+            if retry_after > self.max_park:
+                self._block(host, "retry_after_too_long")
+            elif retry_after > self.backoff_max:
+                stats.inc_value("politeness/parked")
+                logger.info("parking %s for %.0fs (Retry-After)", host, retry_after)
+            wait = max(wait, min(retry_after, self.max_park))
+        logger.info("backing off %s for %.1fs after HTTP %s", host, wait, response.status)
+        return wait
+
+    def _network_failure(self, host: str, state: HostPoliteness, reason: str) -> float:
+        state.network_failures += 1
+        self.crawler.stats.inc_value(f"politeness/backoff/{reason}")
+        if state.network_failures >= self.breaker:
+            self._block(host, "network_errors")
+        return min(self.backoff_max, max(state.delay, self.backoff_base * 2 ** (state.network_failures - 1)))
+
+    def _block(self, host: str, reason: str) -> None:
+        logger.info("blocking %s: %s", host, reason)
+        self.crawler.signals.send_catch_log(signal=host_blocked, host=host, reason=reason)
+
     def _announce(self, host: str, state: HostPoliteness, ready_at: float) -> None:
-        """Tell the frontier, so it hands out no request of this host before then."""
+        """Tell the frontier, so it hands out no request of this host before then, and store it."""
         state.ready_at = ready_at
         self.crawler.signals.send_catch_log(signal=host_ready_at, host=host, ready_at=ready_at)
+        saved = {
+            "ready_at": time.time() + (ready_at - time.monotonic()),  # wall clock survives a restart
+            "delay": state.delay,
+            "crawl_delay": state.crawl_delay,
+            "failures": state.failures,
+            "network_failures": state.network_failures,
+        }
+        self.crawler.signals.send_catch_log(signal=politeness_changed, host=host, part="timing", state=saved)
+
+    def restore(self, rows: list[tuple[str, str, dict[str, Any]]]) -> None:
+        """A resumed run: each host waits as long as it would have (at least its delay from now), with its
+        Crawl-delay and backoff; it is not sent robots.txt again (crawler/robots.py restores that)."""
+        offset = time.monotonic() - time.time()
+        for host, part, saved in rows:
+            if part != "timing":
+                continue
+            state = self.host(host)
+            state.failures = int(saved.get("failures", 0))
+            state.network_failures = int(saved.get("network_failures", 0))
+            self.set_crawl_delay(host, saved.get("crawl_delay"))
+            # at least a full delay from now: the last fetch before the stop may not have been stored
+            state.last_end = time.monotonic()
+            ready_at = max(float(saved.get("ready_at", 0.0)) + offset, state.last_end + state.delay)
+            self._announce(host, state, ready_at)
 
     def is_too_slow(self, host: str) -> bool:
         return host in self.too_slow
@@ -154,54 +212,24 @@ class PoliteDownloadHandler(HTTP11DownloadHandler):
         super().__init__(crawler)
         # Twisted silently resends a GET whose pooled connection died; that skips the host's delay
         self._pool.retryAutomatically = False
+        self.crawler = crawler
         self.politeness = crawler.get_extension(Politeness)
 
     async def download_request(self, request: Request) -> Response:
         response: Response | None = None
+        error: BaseException | None = None
         try:
             response = await super().download_request(request)
+            guard = self.crawler.get_downloader_middleware(PrivateAddressGuard)
+            if guard is not None:  # before any middleware (the WARC capture) sees the response
+                guard.check_connected(request, response)
             return response
+        except BaseException as exc:
+            error = exc
+            raise
         finally:
             if self.politeness is not None:
-                self.politeness.fetch_ended(request, response)
-
-
-class RobotsPolicy(RobotsTxtMiddleware):
-    """Scrapy's robots.txt handling, plus RFC 9309 §2.3.1.4: an unreachable robots.txt disallows all."""
-
-    def _disallow_all(self, netloc: str, reason: str) -> None:
-        self._stats.inc_value(f"robotstxt/unreachable/{reason}")
-        logger.info("robots.txt of %s unreachable (%s): not crawling the host", netloc, reason)
-        parser = build_from_crawler(self._parserimpl, self.crawler, DISALLOW_ALL)
-        pending = self._parsers[netloc]
-        self._parsers[netloc] = parser
-        if isinstance(pending, Deferred):
-            pending.callback(parser)
-
-    async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
-        if response.status >= 500:
-            self._stats.inc_value("robotstxt/response_count")
-            self._disallow_all(netloc, f"http_{response.status}")
-            return
-        await super()._parse_robots(response, netloc, request)
-        parser = self._parsers.get(netloc)
-        if response.status == 200 and parser is not None and self.crawler.engine is not None:
-            self._request_sitemaps(parser, netloc)
-
-    def _request_sitemaps(self, parser: Any, netloc: str) -> None:
-        """A host's sitemaps go to the front of its queue: its size and content pages, before sampling."""
-        sitemaps = getattr(getattr(parser, "rp", None), "sitemaps", ())
-        for url in itertools.islice(sitemaps, MAX_SITEMAPS_PER_HOST):
-            if urlsplit(url).netloc != netloc:
-                continue
-            self._stats.inc_value("robotstxt/sitemaps")
-            self.crawler.engine.crawl(Request(url, meta={DISCOVER_META: True}))
-
-    def _robots_error(self, exc: Exception, netloc: str) -> None:
-        if isinstance(exc, IgnoreRequest):  # refused by us (private address), not by the host
-            super()._robots_error(exc, netloc)
-            return
-        self._disallow_all(netloc, failure_reason(exc))
+                self.politeness.fetch_ended(request, response, error)
 
 
 class CrawlDelayGate:
@@ -220,53 +248,3 @@ class CrawlDelayGate:
         if self.politeness is not None and self.politeness.is_too_slow(host):
             self.crawler.stats.inc_value("fetch/skipped/crawl_delay_too_long")
             raise IgnoreRequest(f"{host} asks for a Crawl-delay above the configured maximum")
-
-
-class PrivateAddressGuard:
-    """Refuses loopback, private and link-local targets unless the crawl explicitly allows them."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        if crawler.settings.getbool("HOSTCRAWL_ALLOW_PRIVATE"):
-            raise NotConfigured
-        self.crawler = crawler
-        self.verdicts: dict[str, str | None] = {}
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
-
-    async def process_request(self, request: Request, spider: Any = None) -> None:
-        host = urlparse_cached(request).hostname or ""
-        if host not in self.verdicts:
-            self.verdicts[host] = await self._classify(host)
-        reason = self.verdicts[host]
-        if reason is not None:
-            self.crawler.stats.inc_value(f"fetch/refused/{reason}")
-            raise IgnoreRequest(
-                f"refusing {reason} target {host}; pass --allow-private to crawl it on purpose"
-            )
-
-    async def _classify(self, host: str) -> str | None:
-        if host.lower() in PRIVATE_HOST_NAMES:
-            return "loopback"
-        try:
-            address = ipaddress.ip_address(host.strip("[]"))
-        except ValueError:
-            from twisted.internet import reactor
-
-            try:
-                resolved = await maybe_deferred_to_future(reactor.resolve(host))  # type: ignore[arg-type]
-            except Exception:
-                return None  # the download itself will fail and be counted as a DNS error
-            address = ipaddress.ip_address(resolved)
-        return address_class(address)
-
-
-def address_class(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    if address.is_loopback:
-        return "loopback"
-    if address.is_link_local:
-        return "link_local"
-    if address.is_private or address.is_reserved or address.is_unspecified:
-        return "private"
-    return None

@@ -16,9 +16,9 @@ from crawler.config import SCRAPY_SCHEDULER, CrawlConfig
 # Components, by the order Scrapy calls them. The WARC capture sits next to the downloader so it
 # sees bodies before decompression and every response, robots.txt included.
 DOWNLOADER_MIDDLEWARES = {
-    "crawler.politeness.PrivateAddressGuard": 40,
+    "crawler.addresses.PrivateAddressGuard": 40,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-    "crawler.politeness.RobotsPolicy": 100,
+    "crawler.robots.RobotsPolicy": 100,
     "crawler.politeness.CrawlDelayGate": 110,  # right after robots.txt is known
     "crawler.routing.ProxyEverything": 745,
     "crawler.failures.FailureCounter": 940,  # every failed attempt, also those retried later
@@ -59,14 +59,22 @@ def build_settings(config: CrawlConfig, run_dir: Path, *, progress: bool = True)
         "USER_AGENT": p.full_user_agent(),
         "ROBOTSTXT_USER_AGENT": p.user_agent,
         "CONCURRENT_REQUESTS_PER_DOMAIN": p.per_host_concurrency,
-        "CONCURRENT_REQUESTS_PER_IP": 0,
+        "CONCURRENT_REQUESTS_PER_IP": 0,  # the frontier's politeness groups do this (scheduler/groups.py)
+        "HOSTCRAWL_GROUP_CONCURRENCY": p.group_concurrency,
         "DOWNLOAD_DELAY": p.min_delay,
         "DOWNLOAD_DELAY_JITTER": 0.0,  # jitter would dip below the floor
         "RANDOMIZE_DOWNLOAD_DELAY": False,
         "HOSTCRAWL_MAX_CRAWL_DELAY": p.max_crawl_delay,
         "HOSTCRAWL_BACKOFF_BASE": p.backoff_base,
         "HOSTCRAWL_BACKOFF_MAX": p.backoff_max,
+        "HOSTCRAWL_MAX_PARK": p.max_park,
+        "HOSTCRAWL_BREAKER_FAILURES": p.breaker_failures,
+        "HOSTCRAWL_ROBOTS_ATTEMPTS": p.robots_attempts,
+        "HOSTCRAWL_ROBOTS_TTL": p.robots_ttl,
         "HOSTCRAWL_ALLOW_PRIVATE": p.allow_private,
+        "HOSTCRAWL_ADDRESS_TTL": p.address_ttl,
+        "HOSTCRAWL_HOSTS_FILE": p.hosts_file,
+        "TWISTED_DNS_RESOLVER": "crawler.addresses.GuardedResolver",  # the address connected to is checked
         "RETRY_ENABLED": True,
         "RETRY_TIMES": p.retry_times,
         "RETRY_HTTP_CODES": [500, 502, 503, 504, 522, 524, 408, 429],

@@ -11,13 +11,16 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from scheduler.frontier import FetchedPage, SQLiteFrontier
-from scheduler.hosts import HostRecord, HostState, Phase, QueuedUrl, host_state, restore_host
+from scheduler.groups import PolitenessGroups
+from scheduler.hosts import HostRecord, HostState, Phase, QueuedUrl, host_state
 from scheduler.lease import Lease, ScoreLag
 from scheduler.policies import CrawlProgress, Policy, has_page
+from scheduler.resume import load_frontier
 from scheduler.urls import TrapGuard, canonical, fingerprint, url_shape
 
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
 DIGITS = re.compile(r"\d+")
+ENDED = (HostState.DROPPED, HostState.BLOCKED)  # no policy decision changes these
 
 
 @dataclass(slots=True)
@@ -26,6 +29,7 @@ class FrontierLimits:
     per_host_budget: int = 0  # 0 = no cap
     per_host_queue: int = 50_000  # queued URLs kept per host
     concurrency_per_host: int = 1
+    concurrency_per_group: int = 1  # hosts sharing an IP or a registered domain (scheduler/groups.py)
     threshold: float = 0.5  # a page counts as high quality above this score
     # Fewer hosts than this in flight: hosts the policy ranks "not now" may fill the idle capacity.
     # A polite crawl of one host at a time would take forever; this trades a little budget for time.
@@ -69,6 +73,7 @@ class HostFrontier:
         # pages the last run fetched but had no score for: cleaned again from the store, not refetched
         self.recovered: list[tuple[Lease, FetchedPage]] = []
         self.epoch = policy.epoch(self.progress)
+        self.groups = PolitenessGroups(limits.concurrency_per_group)
 
     # -- enqueue ----------------------------------------------------------------------------------
 
@@ -77,6 +82,7 @@ class HostFrontier:
         if record is None:
             record = self.hosts[name] = HostRecord(name, budget=self.limits.per_host_budget)
             record.tld = name.rsplit(".", 1)[-1]
+            self.groups.add_host(name)
             self.on_new_host(record)
             self.count("host/discovered")
         return record
@@ -110,6 +116,9 @@ class HostFrontier:
                 return "duplicate"
         record = self.host(host_name)
         if record.state is HostState.BLOCKED:
+            if not force:  # discovered, and deliberately not queued: a resume does not queue it either
+                self.seen.add(fp)
+                self.store.add_seen((fp,))
             return "host_blocked"
         if len(record.queue) >= self.limits.per_host_queue:
             return "host_queue_full"
@@ -140,8 +149,9 @@ class HostFrontier:
     def touch(self, record: HostRecord) -> None:
         """Its priority may have changed: re-queue it in the heap or the politeness wait list."""
         record.version += 1
-        if record.in_flight >= self.limits.concurrency_per_host or not record.can_fetch_more():
-            return
+        full = record.in_flight >= self.limits.concurrency_per_host or not self.groups.free(record.host)
+        if full or not record.can_fetch_more():
+            return  # touched again when the host or its politeness group has room
         if record.ready_at > self.clock():
             heapq.heappush(self.waiting, (record.ready_at, record.host))
             return
@@ -199,7 +209,7 @@ class HostFrontier:
             record = self.hosts[name]
             if version != record.version or record.in_flight >= self.limits.concurrency_per_host:
                 continue
-            if not record.can_fetch_more() or record.ready_at > self.clock():
+            if not record.can_fetch_more() or record.ready_at > self.clock() or not self.groups.free(name):
                 continue
             lease = self._lease(record)
             if lease is not None:
@@ -216,7 +226,8 @@ class HostFrontier:
             if not record.queue:
                 del self.urgent[name]
                 continue
-            if record.in_flight < self.limits.concurrency_per_host and record.ready_at <= now:
+            free = self.groups.free(name) and record.in_flight < self.limits.concurrency_per_host
+            if free and record.ready_at <= now:
                 self.urgent[name] -= 1
                 if self.urgent[name] <= 0:
                     del self.urgent[name]
@@ -249,9 +260,11 @@ class HostFrontier:
         self.store.lease(item.row_id)
         self.dirty.add(record.host)
         record.version += 1
-        return Lease(
-            record.host, item.url, item.depth, item.row_id, item.seq, phase, item.extra, sitemap=item.discover
+        lease = Lease(
+            record.host, item.url, item.depth, item.row_id, item.seq, phase, item.extra, item.discover
         )
+        self.groups.take(lease)
+        return lease
 
     def next_ready_at(self) -> float | None:
         return self.waiting[0][0] if self.waiting else None
@@ -277,6 +290,8 @@ class HostFrontier:
             record.sample_handed -= 1  # never reached the host: draw another sample
         self.dirty.add(record.host)
         self.touch(record)
+        for name in self.groups.release(lease):
+            self.touch(self.hosts[name])
 
     def retire(self, lease: Lease) -> None:
         """A retry or redirect replaces this lease: its row is done, the new request has its own."""
@@ -323,14 +338,14 @@ class HostFrontier:
         self.commit()
 
     def _drop(self, record: HostRecord, reason: str) -> None:
-        if record.state is not HostState.DROPPED:
+        if record.state not in ENDED:
             record.state = HostState.DROPPED
             record.drop_reason = reason
             self.count(f"host/dropped/{reason}")
             self.dirty.add(record.host)
 
     def _settle(self, record: HostRecord) -> None:
-        if not record.queue and not record.in_flight and record.state is not HostState.DROPPED:
+        if not record.queue and not record.in_flight and record.state not in ENDED:
             if record.state is not HostState.EXHAUSTED:
                 self.count("host/exhausted")
             record.state = HostState.EXHAUSTED
@@ -338,12 +353,19 @@ class HostFrontier:
         self.touch(record)
 
     def block(self, host: str, reason: str) -> None:
+        """No more requests to this host: its queued URLs are dropped (counted), none is handed out."""
         record = self.host(host)
         if record.state is not HostState.BLOCKED:
             record.state = HostState.BLOCKED
             record.drop_reason = reason
             self.count(f"host/blocked/{reason}")
-            self.dirty.add(host)
+        for item in record.queue:
+            self.store.done(item.row_id)
+            self.count("frontier/dropped/host_blocked")
+        record.queue.clear()
+        self.urgent.pop(host, None)
+        record.version += 1  # stale heap entries of the host are skipped
+        self.dirty.add(host)
 
     def commit(self) -> None:
         self.store.save_hosts((h, host_state(self.hosts[h])) for h in self.dirty)
@@ -365,39 +387,4 @@ class HostFrontier:
 
     def load(self) -> int:
         """Rebuild the working set from the store; returns the number of requeued in-flight URLs."""
-        leased = self.store.leased_ids()
-        requeued = self.store.requeue_leased()
-        self.seen.update(self.store.seen())
-        for name, data in self.store.hosts():
-            restore_host(self.host(name), data)
-        top = -1
-        for row in self.store.pending():
-            record = self.host(row.host)
-            item = QueuedUrl(row.url, row.depth, row.seq, row.row_id, row.extra, row.discover)
-            if row.row_id in leased:
-                record.queue.appendleft(item)
-                self.urgent[row.host] = self.urgent.get(row.host, 0) + 1
-            else:
-                record.queue.append(item)
-            top = max(top, row.seq)
-        for page in self.store.fetched_pages():
-            record = self.host(page.host)
-            phase = Phase(page.page.get("phase") or Phase.DEEPEN.value)
-            lease = Lease(page.host, page.url, page.depth, page.row_id, page.seq, phase, None)
-            lease.sitemap, lease.fetched, lease.ended = page.discover, True, True
-            record.fetched += 1  # spent budget, though not yet settled
-            record.sample_handed += phase is Phase.SAMPLE
-            self.unobserved += 1
-            self.recovered.append((lease, page))
-            top = max(top, page.seq)
-        self.seq = itertools.count(top + 1)
-        self.progress.fetched = sum(r.fetched for r in self.hosts.values())
-        for lease, _ in self.recovered:
-            lease.fetch_number = self.progress.fetched
-        self.progress.explore_fetches = int(self.store.get_meta("explore_fetches") or 0)
-        for record in self.hosts.values():
-            record.in_flight = 0
-            record.ready_at = 0.0
-            self.touch(record)
-        self.store.commit()
-        return requeued
+        return load_frontier(self)

@@ -36,6 +36,10 @@ CREATE TABLE IF NOT EXISTS queue (
 );
 CREATE INDEX IF NOT EXISTS queue_state ON queue(state);
 CREATE TABLE IF NOT EXISTS hosts (host TEXT PRIMARY KEY, record TEXT NOT NULL);
+-- the crawler's politeness state per host and part (timing, robots), JSON, wall-clock times
+CREATE TABLE IF NOT EXISTS politeness (
+    host TEXT NOT NULL, part TEXT NOT NULL, state TEXT NOT NULL, PRIMARY KEY (host, part)
+) WITHOUT ROWID;
 """
 PENDING, LEASED, FETCHED = 0, 1, 2
 
@@ -171,6 +175,16 @@ class SQLiteFrontier:
             "INSERT OR REPLACE INTO hosts VALUES (?, ?)",
             ((host, json.dumps(data, separators=(",", ":"))) for host, data in records),
         )
+
+    def save_politeness(self, host: str, part: str, state: dict[str, Any]) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO politeness VALUES (?, ?, ?)",
+            (host, part, json.dumps(state, separators=(",", ":"))),
+        )
+
+    def politeness(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        for host, part, state in self.db.execute("SELECT host, part, state FROM politeness"):
+            yield host, part, json.loads(state)
 
     def set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))

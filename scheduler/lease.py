@@ -23,6 +23,7 @@ class Lease:
     ended: bool = False  # the downloader is done with it
     settled: bool = False  # its outcome is recorded (observed, or replaced by a retry/redirect)
     fetch_number: int = 0  # the crawl's fetch count when this page arrived
+    groups: tuple[str, ...] = ()  # the politeness groups it counts in while in flight
 
 
 @dataclass(slots=True)

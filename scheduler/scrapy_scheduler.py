@@ -36,6 +36,17 @@ page_fetched = object()
 page_recovered = object()
 # Sent by the crawler's politeness component after every fetch: host=..., ready_at=monotonic seconds.
 host_ready_at = object()
+# Sent by the crawler's politeness components when a host must get no more requests: host=..., reason=...
+host_blocked = object()
+# Sent by the crawler's address guard once a host's public address is known: host=..., address=str.
+host_address = object()
+# Sent by this scheduler when it first hears of a host (queued or resumed): host=...
+host_discovered = object()
+# Sent by the crawler's politeness components when a host's state changed: host=..., part=str, state=dict
+# (JSON-able, wall-clock times); stored in the frontier, committed with the next page.
+politeness_changed = object()
+# Sent by this scheduler on open, with what a previous run stored: rows=[(host, part, state), ...]
+politeness_restored = object()
 
 
 class HostScheduler:
@@ -56,6 +67,7 @@ class HostScheduler:
             budget=settings.getint("HOSTCRAWL_MAX_PAGES"),
             per_host_budget=settings.getint("HOSTCRAWL_PER_HOST_BUDGET"),
             concurrency_per_host=settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
+            concurrency_per_group=settings.getint("HOSTCRAWL_GROUP_CONCURRENCY", 1),
             threshold=settings.getfloat("HOSTCRAWL_THRESHOLD"),
             fill_hosts=max(1, settings.getint("CONCURRENT_REQUESTS") // 8),
         )
@@ -67,6 +79,9 @@ class HostScheduler:
         crawler.signals.connect(self.scored, signal=page_scored)
         crawler.signals.connect(self.fetched, signal=page_fetched)
         crawler.signals.connect(self.host_timer, signal=host_ready_at)
+        crawler.signals.connect(self.host_blocked, signal=host_blocked)
+        crawler.signals.connect(self.host_address, signal=host_address)
+        crawler.signals.connect(self.politeness_changed, signal=politeness_changed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -82,6 +97,10 @@ class HostScheduler:
             store, self.policy, self.limits, time.monotonic, self._count, on_new_host=self._apply_prior
         )
         requeued = self.frontier.load()
+        rows = list(store.politeness())
+        if rows:  # a resumed run: delays, backoffs and robots.txt go on where they stopped
+            self.crawler.signals.send_catch_log(signal=politeness_restored, rows=rows)
+            self.stats.set_value("frontier/resumed_politeness_hosts", len({host for host, _, _ in rows}))
         self.stats.set_value("frontier/resumed_in_flight", requeued)
         self.stats.set_value("frontier/fetched", self.frontier.progress.fetched)
         self.stats.set_value("hostcrawl/policy", self.policy.name)
@@ -117,11 +136,14 @@ class HostScheduler:
         prior = None if self.priors is None else self.priors.lookup(record.host)
         if prior is not None:
             record.hc_percentile, record.pr_percentile = prior.hc_percentile, prior.pr_percentile
+        self.crawler.signals.send_catch_log(signal=host_discovered, host=record.host)
 
     def enqueue_request(self, request: Request) -> bool:
         assert self.frontier is not None
         old: Lease | None = request.meta.get(LEASE_META)
         if old is not None:
+            if not old.ended:  # sent back before the network (its robots.txt said "not now")
+                self.frontier.fetch_ended(old, False, 0.0)
             self.frontier.retire(old)  # a retry or redirect of a request we handed out
         kept = {k: request.meta[k] for k in KEPT_META if k in request.meta}
         extra = encode_meta(kept)
@@ -203,5 +225,21 @@ class HostScheduler:
     def host_timer(self, host: str, ready_at: float) -> None:
         """Politeness says when the host may be fetched again (delay, Crawl-delay, backoff)."""
         record = None if self.frontier is None else self.frontier.hosts.get(host)
-        if record is not None:
+        if record is not None and self.frontier is not None:
             record.ready_at = max(record.ready_at, ready_at)
+            self.frontier.touch(record)  # from the heap to the wait list, if it was eligible
+
+    def host_blocked(self, host: str, reason: str) -> None:
+        """robots.txt or the host's health says no more: none of its queued URLs is handed out."""
+        if self.frontier is not None:
+            self.frontier.block(host, reason)
+
+    def host_address(self, host: str, address: str) -> None:
+        """Hosts on one IP address share a politeness group (scheduler/groups.py)."""
+        if self.frontier is not None:
+            self.frontier.host(host)
+            self.frontier.groups.join(host, f"ip:{address}")
+
+    def politeness_changed(self, host: str, part: str, state: dict[str, Any]) -> None:
+        if self.frontier is not None:
+            self.frontier.store.save_politeness(host, part, state)

@@ -113,7 +113,14 @@ def test_server_log_shows_a_polite_crawl(crawl: Crawl) -> None:
         .group_by("host")
         .agg(n=pl.len(), readable=((pl.col("status") < 500) & ~pl.col("aborted")).first())
     )
-    assert robots_fetches.filter(pl.col("readable") & (pl.col("n") > 1)).height == 0
+    # robots.txt is fetched once per host; again only after the crawler found it unavailable (a timeout
+    # on a busy machine, 429, 5xx), each time counted
+    unavailable = sum(int(v) for k, v in crawl.stats.items() if k.startswith("robotstxt/unavailable/"))  # type: ignore[call-overload]
+    refetched = (
+        robots_fetches.filter(pl.col("readable"))["n"].sum()
+        - robots_fetches.filter(pl.col("readable")).height
+    )
+    assert refetched <= unavailable, robots_fetches.filter(pl.col("n") > 1)
     assert (log["status"] == 429).sum() >= 1, "the rate-limited host never answered 429"
     assert all(USER_AGENT in ua and "+http" in ua for ua in log["user_agent"].to_list())
 

@@ -40,6 +40,10 @@ class TestWebConfig:
     ratelimit_window: float = 5.0
     retry_after_range: tuple[int, int] = (1, 2)
     error_share: float = 0.5
+    # kinds from politeness_hosts.POLITENESS_KINDS, given to hosts 0, 1, ... in this order
+    politeness_hosts: tuple[str, ...] = ()
+    shared_ip_hosts: int = 0  # the hosts after those share one address in the resolver (shared hosting)
+    farm_hosts: int = 0  # the last hosts are subdomains of one registered domain, farm.example
 
     def __post_init__(self) -> None:
         if self.n_hosts < 1:

@@ -8,6 +8,8 @@ import struct
 import zlib
 from collections.abc import Iterator
 
+from crawler.testweb.politeness_hosts import GO_PATHS
+
 HOSTILE_KINDS = (
     "slow",
     "error5xx",
@@ -32,6 +34,7 @@ HOSTILE_PATHS: dict[str, tuple[str, ...]] = {
     "huge": ("/huge/stream", "/huge/length"),
     "gzip_bomb": ("/bomb.html",),
     "binary": ("/image.html",),
+    "redirect_private": GO_PATHS,  # politeness_hosts.py: redirects to private and CGNAT targets
 }
 ERROR_STATUSES = (500, 502, 503)
 HUGE_BYTES = 50 * 1024 * 1024

@@ -142,7 +142,7 @@ class SiteModel:
             kind = KINDS[kind_i[i]]
             all_sections = KIND_SECTIONS[kind]
             sections = tuple(all_sections[(rot[i] + k) % 6] for k in range(n_sec[i]))
-            name = f"{kind}-{i}.example"
+            name = f"{kind}-{i}.farm.example" if i >= n - cfg.farm_hosts else f"{kind}-{i}.example"
             delay: float | None = float(delays[i]) if delay_u[i] < cfg.crawl_delay_share else None
             disallow: tuple[str, ...]
             if src_u[i] < cfg.robots_missing_share:
@@ -181,6 +181,9 @@ class SiteModel:
                     badbot_group=bool(badbot_u[i] < BADBOT_SHARE),
                 )
             )
+
+        for i, kind in enumerate(cfg.politeness_hosts[:n]):
+            self.hosts[i].hostile = kind  # politeness_hosts.py: opt-in, the rest of the web is unchanged
 
     def host(self, name: str) -> HostSpec | None:
         return self._by_name.get(name.lower().split(":", 1)[0])

@@ -16,6 +16,12 @@ from aiohttp import web
 from crawler.testweb.config import TestWebConfig
 from crawler.testweb.hostile import HUGE_BYTES, build_gzip_bomb, huge_chunks
 from crawler.testweb.model import SiteModel
+from crawler.testweb.politeness_hosts import (
+    ADDRESSES_FILE,
+    ROBOTS_429_RETRY_AFTER,
+    ROBOTS_429_TIMES,
+    addresses,
+)
 from crawler.testweb.site import Rendered
 
 FLUSH_INTERVAL_S = 0.25  # request log reaches disk at least this often
@@ -33,6 +39,7 @@ def write_ground_truth(model: SiteModel, out_dir: Path) -> None:
     model.hosts_frame().write_parquet(out_dir / HOSTS_FILE)
     model.pages_frame().write_parquet(out_dir / PAGES_FILE)
     (out_dir / CONFIG_FILE).write_text(model.cfg.to_json() + "\n", encoding="utf-8")
+    (out_dir / ADDRESSES_FILE).write_text(addresses(model), encoding="utf-8")
 
 
 class RequestLog:
@@ -82,6 +89,7 @@ class TestWeb:
         self._runner: web.ServerRunner | None = None
         self._log: RequestLog | None = None
         self._rate: dict[str, tuple[list[float], float]] = {}  # host -> (recent, blocked until)
+        self._robots_hits: dict[str, int] = {}  # robots_429 hosts: robots.txt requests so far
         self._bomb: bytes | None = None
         self._bomb_lock = asyncio.Lock()
 
@@ -151,6 +159,11 @@ class TestWeb:
             headers = {"Retry-After": str(wait), "Content-Type": "text/plain"}
             rec["retry_after"] = wait  # lets an audit check the client waited that long
             return await self._send(request, rec, 429, headers, b"429 Too Many Requests\n")
+        if r.effect == "robots_429":
+            hits = self._robots_hits[rec["host"]] = self._robots_hits.get(rec["host"], 0) + 1
+            if hits <= ROBOTS_429_TIMES:
+                headers = {"Retry-After": str(ROBOTS_429_RETRY_AFTER), "Content-Type": "text/plain"}
+                return await self._send(request, rec, 429, headers, b"429 Too Many Requests\n")
         if r.effect in ("huge_stream", "huge_length"):
             return await self._stream_huge(request, rec, r)
         if r.effect == "gzip_bomb":
@@ -186,6 +199,8 @@ class TestWeb:
     ) -> web.StreamResponse:
         resp = web.Response(status=status, headers=headers, body=body)
         rec["status"] = status
+        if (retry_after := headers.get("Retry-After", "")).isdigit():
+            rec["retry_after"] = int(retry_after)  # lets an audit check the client waited that long
         await resp.prepare(request)
         await resp.write_eof()
         rec["bytes"] = 0 if request.method == "HEAD" else len(body)

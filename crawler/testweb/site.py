@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from crawler.testweb import hostile as hx
+from crawler.testweb.politeness_hosts import POLITENESS_KINDS, politeness_route
 from crawler.testweb.templates import Frame, main_html, page
 from crawler.testweb.text import Lexicon, MainContent, high_content, low_content, title_for
 
@@ -271,6 +272,8 @@ def render(model: SiteModel, host: str, path: str) -> Rendered:
         return _text(502, f"502 Bad Gateway: unknown host {host}\n")
     split = urlsplit(path)
     p, query = split.path or "/", parse_qs(split.query)
+    if spec.hostile in POLITENESS_KINDS and (special := politeness_route(model, spec, p)) is not None:
+        return special
     r = _hostile_route(model, spec, p, query) if spec.hostile else None
     if r is None:
         r = _route(model, spec, p, query)
