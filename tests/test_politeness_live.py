@@ -4,6 +4,7 @@ private and CGNAT addresses. Checked from the server's side (its request log) an
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 from collections.abc import Iterator
@@ -174,3 +175,31 @@ def test_the_hosts_file_is_what_connections_resolve_with(tmp_path: Path) -> None
     assert allowed.returncode == 0, allowed.stderr[-2000:]
     log = read_request_log(web_dir / "requests.jsonl")
     assert log.height >= 2 and set(log["host"].to_list()) == {name}
+
+
+def test_a_cached_robots_txt_is_fetched_again_once_it_expires(tmp_path: Path) -> None:
+    """RFC 9309 §2.4 (24 hours; here `robots_ttl` = 2 s): a long crawl reads robots.txt again."""
+    web_config = TestWebConfig(
+        n_hosts=2, seed=3, hostile_share=0.0, crawl_delay_share=0.0, real_robots_share=0.0
+    )
+    web_dir = tmp_path / "web"
+    web_dir.mkdir()
+    config = tmp_path / "crawl.toml"
+    config.write_text("[politeness]\nrobots_ttl = 2.0\n")
+    with TestWebProcess(web_config, web_dir) as web:
+        result = hostcrawl(
+            "crawl", *web.seed_urls, "--config", str(config), "--out", str(tmp_path / "run"),
+            "--proxy", web.proxy_url, "--allow-private", "--min-delay", "0.5", "--max-pages", "14",
+            "--user-agent", USER_AGENT, "--policy", "bfs", "--no-progress",
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    log = read_request_log(web_dir / "requests.jsonl", USER_AGENT).sort("ts_start")
+    for host, rows in log.group_by("host"):
+        starts = rows.filter(pl.col("path") == "/robots.txt")["ts_start"].to_list()
+        span = rows["ts_start"].max() - rows["ts_start"].min()  # type: ignore[operator]
+        assert len(starts) >= 2 or span < 2.5, f"{host}: robots.txt not read again in {span:.1f}s"
+        assert all(b - a >= 2.0 - 0.05 for a, b in itertools.pairwise(starts)), "read too often"
+    stats = json.loads((tmp_path / "run" / "stats.json").read_text())
+    assert stats.get("robotstxt/refetched", 0) >= 1
+    _, audit = audit_test_web(web_dir, SiteModel(web_config), 0.5, USER_AGENT, USER_AGENT)
+    assert audit.clean, audit.examples
