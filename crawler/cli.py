@@ -99,7 +99,41 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, help="quality score a page needs to be kept (0.5)")
     p.add_argument("--workers", type=int, help="cleaning processes (default: one per core)")
     p.add_argument("--no-progress", action="store_true", help="no live progress display")
+    add_status_options(p, default_port=None)
+    p.add_argument(
+        "--status-linger",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="keep the status page up this long after the crawl ends (a last look, a last scrape)",
+    )
     p.set_defaults(func=cmd_crawl)
+
+
+def add_status_options(p: argparse.ArgumentParser, default_port: int | None) -> None:
+    shown = "off" if default_port is None else "a free port"
+    p.add_argument(
+        "--status-port",
+        type=int,
+        default=default_port,
+        metavar="PORT",
+        help=f"serve a live status page, /api/status and /metrics on PORT (0: a free port; default {shown})",
+    )
+    p.add_argument(
+        "--status-bind",
+        default="127.0.0.1",
+        metavar="ADDR",
+        help="address the status page listens on (default 127.0.0.1: this machine only)",
+    )
+
+
+def check_status_port(args: argparse.Namespace) -> None:
+    from crawler.status_server import check_listen
+
+    if args.status_port is not None and not 0 <= args.status_port <= 65535:
+        raise ConfigError(f"--status-port {args.status_port}: a port is 0-65535 (0: a free port)")
+    if not getattr(args, "no_status", False):
+        check_listen(args.status_bind, args.status_port)
 
 
 def resolve_crawl_config(args: argparse.Namespace) -> CrawlConfig:
@@ -151,10 +185,19 @@ def resolve_crawl_config(args: argparse.Namespace) -> CrawlConfig:
 
 def cmd_crawl(args: argparse.Namespace) -> int:
     from crawler.run import run_crawl
+    from crawler.status_server import linger
 
     config = resolve_crawl_config(args)
+    check_status_port(args)
     run_dir = args.resume or args.out or default_run_dir("crawl")
-    result = run_crawl(config, run_dir, progress=not args.no_progress, resume=bool(args.resume))
+    result = run_crawl(
+        config,
+        run_dir,
+        progress=not args.no_progress,
+        resume=bool(args.resume),
+        status_port=args.status_port,
+        status_bind=args.status_bind,
+    )
     fetched = result.stat("response_received_count")
     console = Console(stderr=True)
     if result.interrupted:  # SIGINT/SIGTERM: Scrapy stopped scheduling and let what was in flight finish
@@ -167,6 +210,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         f"[bold]done[/]: {fetched} responses, {result.stat('page/curated')} pages curated, "
         f"{result.stat('hostcrawl/pages_per_second')} pages/s -> {run_dir}/report.md"
     )
+    linger(args.status_linger)
     return EXIT_OK if fetched else EXIT_FAILED
 
 
@@ -187,12 +231,15 @@ def add_demo_parser(subparsers: argparse._SubParsersAction) -> None:
         "--policy", choices=POLICY_NAMES, default="adaptive", help="crawl order to demonstrate (adaptive)"
     )
     p.add_argument("--no-progress", action="store_true", help="no live progress display")
+    add_status_options(p, default_port=0)
+    p.add_argument("--no-status", action="store_true", help="no status page")
     p.set_defaults(func=cmd_demo)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from crawler.demo import run_demo
 
+    check_status_port(args)
     run_dir = args.out or default_run_dir("demo")
     result = run_demo(
         run_dir,
@@ -201,6 +248,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         seed=args.seed,
         policy=args.policy,
         progress=not args.no_progress,
+        status_port=None if args.no_status else args.status_port,
+        status_bind=args.status_bind,
     )
     run, audit, quality = result.run, result.audit, result.quality
     verdict = "[green]clean[/]" if audit.clean else "[red]VIOLATIONS[/]"

@@ -119,7 +119,10 @@ def run_demo(
     min_delay: float = DEMO_MIN_DELAY,
     policy: str = "adaptive",
     progress: bool = True,
+    status_port: int | None = None,
+    status_bind: str = "127.0.0.1",
 ) -> DemoResult:
+    """`status_port` 0 serves the status page on a free port (`hostcrawl demo` does; its URL is printed)."""
     web_config = TestWebConfig(n_hosts=hosts, seed=seed)
     prepare_run_dir(run_dir)
     web_dir = run_dir / WEB_SUBDIR
@@ -127,7 +130,14 @@ def run_demo(
     with TestWebProcess(web_config, web_dir) as web:
         truth = web_dir / "hosts.parquet"
         config = demo_config(list(web.seed_urls), web.proxy_url, max_pages, min_delay, policy, truth)
-        run = run_crawl(config, run_dir, progress=progress, ignore={WEB_SUBDIR})
+        run = run_crawl(
+            config,
+            run_dir,
+            progress=progress,
+            ignore={WEB_SUBDIR},
+            status_port=status_port,
+            status_bind=status_bind,
+        )
     audit, quality = grade(run_dir, web_dir, web_config, config)
     (run_dir / "audit.json").write_text(
         json.dumps({"politeness": audit.as_dict(), "quality": quality}, indent=2) + "\n"

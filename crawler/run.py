@@ -84,6 +84,8 @@ def run_crawl(
     progress: bool = True,
     ignore: frozenset[str] | set[str] = frozenset(),
     resume: bool = False,
+    status_port: int | None = None,
+    status_bind: str = "127.0.0.1",
 ) -> RunResult:
     """Crawl in this process (Scrapy's reactor runs once per process) and write the run directory."""
     validate(config)
@@ -95,7 +97,10 @@ def run_crawl(
     else:
         prepare_run_dir(run_dir, ignore)
     (run_dir / "config.toml").write_text(config.to_toml(), encoding="utf-8")
-    process = CrawlerProcess(build_settings(config, run_dir, progress=progress))
+    settings = build_settings(
+        config, run_dir, progress=progress, status_port=status_port, status_bind=status_bind
+    )
+    process = CrawlerProcess(settings)
     crawler = process.create_crawler(HostSpider)
     started = time.monotonic()
     try:

@@ -29,7 +29,9 @@ EXTENSIONS = {
     "scrapy.extensions.remote_control.RemoteControl": None,
     "crawler.politeness.Politeness": 10,
     "crawler.limits.ResponseSizeCap": 10,
+    "crawler.status.CrawlStatus": 490,  # the snapshot the progress line and the status page show
     "crawler.progress.LiveProgress": 500,
+    "crawler.status_server.StatusServer": 510,
 }
 DOWNLOAD_HANDLERS = {
     "http": "crawler.politeness.PoliteDownloadHandler",
@@ -50,7 +52,14 @@ def scrapy_scheduler(max_pages: int) -> dict[str, Any]:
     }
 
 
-def build_settings(config: CrawlConfig, run_dir: Path, *, progress: bool = True) -> dict[str, Any]:
+def build_settings(
+    config: CrawlConfig,
+    run_dir: Path,
+    *,
+    progress: bool = True,
+    status_port: int | None = None,
+    status_bind: str = "127.0.0.1",
+) -> dict[str, Any]:
     p, f, c, o = config.politeness, config.fetch, config.cleaning, config.output
     pol = config.policy
     return {
@@ -119,6 +128,8 @@ def build_settings(config: CrawlConfig, run_dir: Path, *, progress: bool = True)
         "HOSTCRAWL_WARC_MAX_BYTES": o.warc_max_bytes,
         "HOSTCRAWL_TEXT_DOCS_PER_FILE": o.text_docs_per_file,
         "HOSTCRAWL_PROGRESS": progress,
+        "HOSTCRAWL_STATUS_PORT": status_port,  # None: no status page; 0: a free port
+        "HOSTCRAWL_STATUS_BIND": status_bind,
         # (4) logging: the log file keeps details, the terminal shows the live progress
         "LOG_LEVEL": "INFO",
         "LOG_FILE": str(run_dir / "crawl.log"),
