@@ -43,8 +43,9 @@ def poll(url: str, stop: threading.Event, counts: dict[str, int]) -> None:
             try:
                 urllib.request.urlopen(url + path, timeout=10).read()
                 counts[path] = counts.get(path, 0) + 1
-            except OSError:
-                counts["failed"] = counts.get("failed", 0) + 1
+            except OSError as exc:  # a timeout on a busy machine
+                failed = f"failed/{type(exc).__name__}"
+                counts[failed] = counts.get(failed, 0) + 1
 
 
 def crawl(args: argparse.Namespace, seeds: Path, proxy: str, run_dir: Path, watched: bool) -> dict[str, Any]:
@@ -68,10 +69,14 @@ def crawl(args: argparse.Namespace, seeds: Path, proxy: str, run_dir: Path, watc
                 poller = threading.Thread(target=poll, args=(url, stop, counts), daemon=True)
                 poller.start()
                 break
-    rest = stream.read()
+    rest = []
+    for line in stream:
+        rest.append(line)
+        if line.startswith("done:"):
+            stop.set()  # the crawl is over; its process exits next
     stop.set()
     if process.wait() != 0:
-        raise RuntimeError(f"crawl exited with {process.returncode}: {rest[-2000:]}")
+        raise RuntimeError(f"crawl exited with {process.returncode}: {''.join(rest)[-2000:]}")
     if poller is not None:
         poller.join()
     fetched, rate = fetch_rate(run_dir)

@@ -142,6 +142,7 @@ class CrawlStatus:
         self.recent: deque[tuple[float, int]] = deque()  # (seconds, fetched) over the rate window
         self.hosts_view: dict[str, Any] = scan_hosts_empty()
         self.next_host_scan = 0.0
+        self.polite_view: dict[str, int] = {}
         self.loop: task.LoopingCall | None = None
         self.snapshot: dict[str, Any] = {"state": "starting", "started_at": self.started_at.isoformat()}
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
@@ -191,9 +192,11 @@ class CrawlStatus:
         frontier = scheduler.frontier if scheduler is not None else None
         fetched = int(stats.get("frontier/fetched", stats.get("response_received_count", 0)) or 0)
         count = counters(stats)
-        if frontier is not None and now >= self.next_host_scan:
-            self.hosts_view = scan_hosts(frontier, now)
-            spacing = len(frontier.hosts) / HOSTS_SCANNED_PER_SECOND
+        if now >= self.next_host_scan:
+            self.polite_view = self._scan_politeness()
+            self.hosts_view = scan_hosts(frontier, now) if frontier is not None else scan_hosts_empty()
+            tracked = max(self.hosts_view["known"], self.polite_view["hosts_tracked"])
+            spacing = tracked / HOSTS_SCANNED_PER_SECOND
             self.next_host_scan = now + max(SNAPSHOT_EVERY_S, spacing) - 0.05
         rate = self._track(elapsed, fetched, count["curated"])
         policy = stats.get("hostcrawl/policy") or self.crawler.settings.get("HOSTCRAWL_POLICY")
@@ -222,16 +225,29 @@ class CrawlStatus:
             "counters": count,
         }
 
-    def _politeness(self, count: dict[str, Any]) -> dict[str, Any]:
+    def _scan_politeness(self) -> dict[str, int]:
+        """Politeness's per-host table, scanned with the scheduler's (as often, and no more)."""
         politeness = self.crawler.get_extension(Politeness)
-        states = list(politeness.hosts.values()) if politeness is not None else []
-        min_delay = politeness.min_delay if politeness is not None else 0.0
+        if politeness is None:
+            return {
+                "hosts_tracked": 0,
+                "hosts_backing_off": 0,
+                "hosts_with_crawl_delay": 0,
+                "hosts_too_slow": 0,
+            }
+        states = list(politeness.hosts.values())
+        return {
+            "hosts_tracked": len(states),
+            "hosts_backing_off": sum(1 for s in states if s.failures),
+            "hosts_with_crawl_delay": sum(1 for s in states if s.delay > politeness.min_delay),
+            "hosts_too_slow": len(politeness.too_slow),
+        }
+
+    def _politeness(self, count: dict[str, Any]) -> dict[str, Any]:
         return {
             "hosts_waiting": self.hosts_view["waiting"],
             "mean_wait_s": self.hosts_view["mean_wait_s"],
-            "hosts_backing_off": sum(1 for s in states if s.failures),
-            "hosts_with_crawl_delay": sum(1 for s in states if s.delay > min_delay),
-            "hosts_too_slow": len(politeness.too_slow) if politeness is not None else 0,
+            **self.polite_view,
             "backoffs": count["backoffs"],
             "retry_after_honoured": count["retry_after_honoured"],
         }

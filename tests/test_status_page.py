@@ -254,12 +254,14 @@ def test_api_status_matches_the_frontier(watched: Watched) -> None:
         else:
             assert n == in_table.get(state, 0), (state, by_state, in_table)
     assert api["hosts"]["known"] == sum(by_state.values()) == stats["host/discovered"]
-    density = dict(hosts.select("host", "density_mean").iter_rows())
+    scored = hosts.filter(pl.col("scored_pages") > 0)
+    density = dict(scored.select("host", "density_mean").iter_rows())
     top = api["hosts"]["top"]
     assert top and [h["density_mean"] for h in top] == sorted((h["density_mean"] for h in top), reverse=True)
     for h in top:
         assert h["density_mean"] == pytest.approx(density[h["host"]], abs=1e-4)
-        assert h["samples"] and h["fetched"] >= len(h["samples"])
+        assert h["fetched"] >= h["scored"] >= h["high_quality"] and len(h["samples"]) <= h["scored"]
+    assert any(h["samples"] for h in top)
     best = sorted(density.values(), reverse=True)[: len(top)]
     assert [h["density_mean"] for h in top] == pytest.approx(best, abs=1e-4)
     pages = api["pages"]
