@@ -309,11 +309,9 @@ def one_line(snap: dict[str, Any], width: int) -> str:
         f"{minutes // 60}:{minutes % 60:02d}:{seconds:02d}",
     ]
     line = ""
-    for part in filter(None, parts):
+    for part in filter(None, parts):  # most important first; the line stops at the first that does not fit
         candidate = f"{line}  {part}" if line else part
         if len(candidate) > width:
-            if not line:  # not even the first part fits: cut it
-                return part[: max(0, width)]
-            continue  # a later, shorter part may still fit
+            return line or part[: max(0, width)]
         line = candidate
     return line
