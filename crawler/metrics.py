@@ -26,7 +26,7 @@ LABELLED_COUNTERS = (
     ("hostcrawl_pages_fetched", "Responses received, by HTTP status", "pages_by_status", "status"),
     ("hostcrawl_fetch_failures", "Requests that failed for good, by reason", "fetch_failures", "reason"),
     ("hostcrawl_fetch_attempt_errors", "Failed attempts, retried or not", "fetch_attempt_errors", "reason"),
-    ("hostcrawl_politeness_backoffs", "429/503 answers the crawl backed off after", "backoffs", "status"),
+    ("hostcrawl_politeness_backoffs", "Backoffs after a 429/503 or a network error", "backoffs", "reason"),
     ("hostcrawl_host_decisions", "The scheduler's decisions about hosts", "host_decisions", "decision"),
 )
 SCALAR_COUNTERS = (
@@ -34,6 +34,7 @@ SCALAR_COUNTERS = (
     ("hostcrawl_pages_below_threshold", "Pages scored at or below the threshold", "below_threshold"),
     ("hostcrawl_pages_recorded", "Rows written to pages.parquet", "recorded"),
     ("hostcrawl_responses_received", "Responses received, robots.txt included", "responses"),
+    ("hostcrawl_politeness_parked", "Hosts parked for a Retry-After beyond the backoff maximum", "parked"),
 )
 FINISHED = "finished"
 

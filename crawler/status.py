@@ -52,6 +52,7 @@ SCALAR_COUNTERS = {
     "recorded": "page/recorded",
     "responses": "response_received_count",
     "retry_after_honoured": "politeness/retry_after_honoured",
+    "parked": "politeness/parked",
 }
 
 
@@ -238,7 +239,7 @@ class CrawlStatus:
         states = list(politeness.hosts.values())
         return {
             "hosts_tracked": len(states),
-            "hosts_backing_off": sum(1 for s in states if s.failures),
+            "hosts_backing_off": sum(1 for s in states if s.failures or s.network_failures),
             "hosts_with_crawl_delay": sum(1 for s in states if s.delay > politeness.min_delay),
             "hosts_too_slow": len(politeness.too_slow),
         }
@@ -250,6 +251,7 @@ class CrawlStatus:
             **self.polite_view,
             "backoffs": count["backoffs"],
             "retry_after_honoured": count["retry_after_honoured"],
+            "parked": count["parked"],
         }
 
     def _cleaning(self, frontier: HostFrontier | None) -> dict[str, Any]:
