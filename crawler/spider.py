@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import zlib
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -175,7 +176,7 @@ class HostSpider(scrapy.Spider):
         except ValueError:  # Scrapy's "decompressed more than max_size"
             self.crawler.stats.inc_value("sitemap/too_large")
             return None
-        except (OSError, EOFError):
+        except (OSError, EOFError, zlib.error):
             self.crawler.stats.inc_value("sitemap/unparsable")
             return None
         self.crawler.stats.inc_value("sitemap/gzipped")
