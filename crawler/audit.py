@@ -229,7 +229,9 @@ class DirectivesAudit:
 
     nofollow_only_requested: int = 0  # pages linked only through nofollow links or nofollow pages
     trap_targets_requested: int = 0  # redirect targets a trap guard must refuse
-    tdmrep_refetched: int = 0  # tdmrep.json requests beyond one per host
+    tdmrep_refetched: int = (
+        0  # tdmrep.json requested again after a readable answer (retries of 5xx/429 are fine)
+    )
     curated_noindex: int = 0  # curated pages that asked not to be indexed
     curated_optout: int = 0  # curated pages that opted out of AI training (unless allowed)
     noindex_fetched: int = 0  # what the checks above had to check
@@ -260,10 +262,16 @@ def audit_directives(
         paths = log.select("host", "path")
         hidden = paths.filter(pl.col("path").str.starts_with(dx.HIDDEN_PREFIX))
         traps = paths.filter(pl.col("path").is_in(list(dx.TRAP_TARGETS)))
-        tdmrep = paths.filter(pl.col("path") == dx.TDMREP_PATH).group_by("host").len()
+        readable = (pl.col("status") < 500) & (pl.col("status") != 429) & ~pl.col("aborted")
+        tdmrep = (
+            log.filter(pl.col("path") == dx.TDMREP_PATH)
+            .sort("ts_start")
+            .with_columns(after=readable.cast(pl.Int32).cum_sum().shift(1, fill_value=0).over("host"))
+            .filter(pl.col("after") > 0)
+        )
         audit.nofollow_only_requested = hidden.height
         audit.trap_targets_requested = traps.height
-        audit.tdmrep_refetched = int((tdmrep["len"] - 1).sum()) if tdmrep.height else 0
+        audit.tdmrep_refetched = tdmrep.height
         for host, path in [*hidden.head(3).iter_rows(), *traps.head(2).iter_rows()]:
             _example(audit, f"{host}{path} should never have been requested")
     if "directive" not in truth_pages.columns or not pages.height:

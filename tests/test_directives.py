@@ -11,6 +11,7 @@ import pytest
 from scrapy.http import HtmlResponse
 from scrapy.utils.sitemap import Sitemap
 
+from crawler.audit import audit_directives
 from crawler.directives import (
     header_directives,
     kept_out,
@@ -216,3 +217,25 @@ def test_directives_share_zero_leaves_the_web_as_it_was() -> None:
     assert plain.pages_frame()["directive"].null_count() == plain.pages_frame().height
     spec = plain.hosts[0]
     assert b'<meta name="robots"' not in plain.render(spec.name, spec.page_path(1)).body
+
+
+def test_audit_counts_tdmrep_refetches_only_after_a_readable_answer() -> None:
+    rows = [  # host a: 503 then retried once (fine); host b: read, then fetched again (a refetch)
+        ("a.example", dx.TDMREP_PATH, 503, 1.0),
+        ("a.example", dx.TDMREP_PATH, 404, 2.0),
+        ("b.example", dx.TDMREP_PATH, 200, 1.0),
+        ("b.example", "/hidden/4.html", 200, 1.5),
+        ("b.example", dx.TDMREP_PATH, 200, 2.0),
+    ]
+    log = pl.DataFrame(
+        {
+            "host": [r[0] for r in rows],
+            "path": [r[1] for r in rows],
+            "status": [r[2] for r in rows],
+            "ts_start": [r[3] for r in rows],
+            "aborted": [False] * len(rows),
+        }
+    )
+    audit = audit_directives(log, pl.DataFrame(), pl.DataFrame())
+    assert (audit.tdmrep_refetched, audit.nofollow_only_requested) == (1, 1)
+    assert not audit.clean and audit.examples
