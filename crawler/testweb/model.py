@@ -188,6 +188,7 @@ class SiteModel:
 
         for i, kind in enumerate(cfg.politeness_hosts[:n]):
             self.hosts[i].hostile = kind  # politeness_hosts.py: opt-in, the rest of the web is unchanged
+            self.hosts[i].directives = False  # one behaviour per host, so each check sees what it tests
 
     def host(self, name: str) -> HostSpec | None:
         return self._by_name.get(name.lower().split(":", 1)[0])
