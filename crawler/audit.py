@@ -12,6 +12,7 @@ import polars as pl
 from crawler.addresses import address_class, literal_address, read_hosts_file
 from crawler.robots_rules import RobotsRules
 from crawler.testweb import SiteModel
+from crawler.testweb import directives as dx
 from crawler.testweb.politeness_hosts import ADDRESSES_FILE
 from crawler.testweb.server import REQUESTS_FILE
 from scheduler.groups import domain_group
@@ -169,7 +170,7 @@ def _forbidden_target(host: str, addresses: dict[str, str]) -> bool:
     return literal is not None and address_class(literal) is not None
 
 
-def _example(audit: PolitenessAudit, text: str) -> None:
+def _example(audit: PolitenessAudit | DirectivesAudit, text: str) -> None:
     if len(audit.examples) < EXAMPLES_KEPT:
         audit.examples.append(text)
 
@@ -220,3 +221,85 @@ def auc(scores: list[float], labels: list[bool]) -> float | None:
         return None
     rank_sum = float(frame.filter(pl.col("y"))["r"].sum())
     return (rank_sum - positives * (positives + 1) / 2) / (positives * negatives)
+
+
+@dataclass(slots=True)
+class DirectivesAudit:
+    """Links and page directives, checked against the test web's ground truth (testweb/directives.py)."""
+
+    nofollow_only_requested: int = 0  # pages linked only through nofollow links or nofollow pages
+    trap_targets_requested: int = 0  # redirect targets a trap guard must refuse
+    tdmrep_refetched: int = (
+        0  # tdmrep.json requested again after a readable answer (retries of 5xx/429 are fine)
+    )
+    curated_noindex: int = 0  # curated pages that asked not to be indexed
+    curated_optout: int = 0  # curated pages that opted out of AI training (unless allowed)
+    noindex_fetched: int = 0  # what the checks above had to check
+    optout_fetched: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not (
+            self.nofollow_only_requested
+            or self.trap_targets_requested
+            or self.tdmrep_refetched
+            or self.curated_noindex
+            or self.curated_optout
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(asdict(self), clean=self.clean)
+
+
+def audit_directives(
+    log: pl.DataFrame, truth_pages: pl.DataFrame, pages: pl.DataFrame, curate_optout: bool = False
+) -> DirectivesAudit:
+    """From the server's request log: no nofollow-only page, no trap target, tdmrep.json once per host;
+    from the run's pages.parquet and the truth: no noindex or opted-out page in the curated text."""
+    audit = DirectivesAudit()
+    if log.height:
+        paths = log.select("host", "path")
+        hidden = paths.filter(pl.col("path").str.starts_with(dx.HIDDEN_PREFIX))
+        traps = paths.filter(pl.col("path").is_in(list(dx.TRAP_TARGETS)))
+        readable = (pl.col("status") < 500) & (pl.col("status") != 429) & ~pl.col("aborted")
+        tdmrep = (
+            log.filter(pl.col("path") == dx.TDMREP_PATH)
+            .sort("ts_start")
+            .with_columns(after=readable.cast(pl.Int32).cum_sum().shift(1, fill_value=0).over("host"))
+            .filter(pl.col("after") > 0)
+        )
+        audit.nofollow_only_requested = hidden.height
+        audit.trap_targets_requested = traps.height
+        audit.tdmrep_refetched = tdmrep.height
+        for host, path in [*hidden.head(3).iter_rows(), *traps.head(2).iter_rows()]:
+            _example(audit, f"{host}{path} should never have been requested")
+    if "directive" not in truth_pages.columns or not pages.height:
+        return audit
+    fetched = pages.select("url", "curated").join(
+        truth_pages.select("url", "directive", "tdm_reserved"), on="url", how="inner"
+    )
+    noindex = fetched.filter(pl.col("directive").is_in(list(dx.NOINDEX_KINDS)))
+    optout = fetched.filter(pl.col("directive").is_in(list(dx.OPTOUT_KINDS)) | pl.col("tdm_reserved"))
+    audit.noindex_fetched, audit.optout_fetched = noindex.height, optout.height
+    audit.curated_noindex = int(noindex["curated"].fill_null(False).sum())
+    if not curate_optout:
+        audit.curated_optout = int(optout["curated"].fill_null(False).sum())
+    for url in [
+        *noindex.filter(pl.col("curated"))["url"].head(2),
+        *optout.filter(pl.col("curated"))["url"].head(2),
+    ]:
+        _example(audit, f"{url} is in the curated text but asked to stay out")
+    return audit
+
+
+def audit_directives_of_run(
+    web_dir: Path, run_dir: Path, only_agent: str | None = None, curate_optout: bool = False
+) -> DirectivesAudit:
+    """`audit_directives` over a finished crawl of the test web (its request log and ground truth)."""
+    return audit_directives(
+        read_request_log(web_dir / REQUESTS_FILE, only_agent),
+        pl.read_parquet(web_dir / "pages.parquet"),
+        pl.read_parquet(run_dir / "pages.parquet"),
+        curate_optout,
+    )

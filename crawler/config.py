@@ -81,6 +81,8 @@ class CleaningConfig:
     scorers: list[str] = field(default_factory=lambda: ["heuristic_v2"])
     threshold: float = 0.5  # a page is curated when its first scorer exceeds this
     workers: int = 0  # cleaning processes; 0 = one per core
+    # Pages that opt out of AI training (noai, TDMRep) are archived but not curated unless this is set.
+    curate_optout: bool = False
 
 
 @dataclass(slots=True)

@@ -10,7 +10,13 @@ from typing import Any
 import polars as pl
 
 from cleaner.quality import score_column
-from crawler.audit import PolitenessAudit, audit_test_web, yield_against_truth
+from crawler.audit import (
+    DirectivesAudit,
+    PolitenessAudit,
+    audit_directives_of_run,
+    audit_test_web,
+    yield_against_truth,
+)
 from crawler.config import CrawlConfig
 from crawler.run import RunResult, prepare_run_dir, render_report, run_crawl
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
@@ -110,6 +116,34 @@ def truth_section(a: PolitenessAudit, q: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def links_section(a: DirectivesAudit, stats: dict[str, Any]) -> str:
+    """Links and page directives: what the crawl declined to follow or to curate, and the server's view."""
+
+    def total(prefix: str) -> int:
+        return sum(int(v) for k, v in stats.items() if k.startswith(prefix) and isinstance(v, int | float))
+
+    return "\n".join(
+        [
+            "## Links and page directives",
+            "",
+            f"- redirects followed: {total('redirect/followed')}, dropped: {total('redirect/dropped/')}"
+            f" (to already-seen URLs: {total('redirect/dropped/duplicate')}, to traps: "
+            f"{total('redirect/dropped/trap/')})",
+            f"- nofollow links not followed: {total('links/skipped/nofollow_rel')} rel=nofollow, "
+            f"{total('links/skipped/nofollow_page')} on nofollow pages",
+            f"- pages opted out of AI training: {total('page/optout/')}; noindex pages: "
+            f"{total('page/robots/noindex')}; kept out of the curated text although above the threshold: "
+            f"{total('page/kept_out/')}",
+            f"- gzipped sitemaps read: {total('sitemap/gzipped')}; "
+            f"tdmrep.json files found: {total('tdmrep/found')}",
+            f"- server side: nofollow-only pages requested {a.nofollow_only_requested}, "
+            f"trap targets requested {a.trap_targets_requested}, tdmrep.json refetched {a.tdmrep_refetched}; "
+            f"curated noindex pages "
+            f"{a.curated_noindex}, curated opted-out pages {a.curated_optout}",
+        ]
+    )
+
+
 def run_demo(
     run_dir: Path,
     *,
@@ -139,10 +173,16 @@ def run_demo(
             status_bind=status_bind,
         )
     audit, quality = grade(run_dir, web_dir, web_config, config)
+    token = config.politeness.user_agent.split("/")[0]
+    links = audit_directives_of_run(web_dir, run_dir, token, config.cleaning.curate_optout)
     (run_dir / "audit.json").write_text(
-        json.dumps({"politeness": audit.as_dict(), "quality": quality}, indent=2) + "\n"
+        json.dumps({"politeness": audit.as_dict(), "quality": quality, "links": links.as_dict()}, indent=2)
+        + "\n"
     )
-    render_report(
-        run_dir, config, run.stats, [truth_section(audit, quality), ranking_section(run_dir, web_dir)]
-    )
+    sections = [
+        truth_section(audit, quality),
+        links_section(links, run.stats),
+        ranking_section(run_dir, web_dir),
+    ]
+    render_report(run_dir, config, run.stats, sections)
     return DemoResult(run, audit, quality)

@@ -27,6 +27,7 @@ from crawler.batch_cleaner import (
     BatchCleaner,
     init_worker,
 )
+from crawler.directives import kept_out
 from crawler.run_stats import STATS_META, dumps_stats
 from crawler.sinks import CHECKPOINT_META, PAGES_SPOOL, PageSpool, SinkCheckpoint, TextSink
 from crawler.warc_capture import WarcCaptureMiddleware
@@ -59,6 +60,7 @@ class CleanScoreStorePipeline:
         self.cleaner = settings["HOSTCRAWL_CLEANER"]
         self.scorers = tuple(settings.getlist("HOSTCRAWL_SCORERS"))
         self.threshold = settings.getfloat("HOSTCRAWL_THRESHOLD")
+        self.curate_optout = settings.getbool("HOSTCRAWL_CURATE_OPTOUT")
         accelerator = self.cleaner in ACCELERATOR_CLEANERS
         default_workers = 1 if accelerator else os.cpu_count() or 1
         self.workers = settings.getint("HOSTCRAWL_CLEAN_WORKERS") or default_workers
@@ -168,6 +170,8 @@ class CleanScoreStorePipeline:
         self.stats.inc_value("page/recorded")
         if lease is not None:
             score = row[score_column(self.scorers[0])]
+            if score is not None and kept_out(item, self.curate_optout):
+                score = 0.0  # a page we may not use is worth nothing to the crawl, however good
             self.crawler.signals.send_catch_log(
                 signal=page_scored, lease=lease, score=score, checkpoint=self._checkpoint()
             )
@@ -202,8 +206,12 @@ class CleanScoreStorePipeline:
             self.stats.inc_value(f"page/{result.error}")
         else:
             primary = result.scores.get(self.scorers[0], 0.0)
-            row["curated"] = primary > self.threshold
-            self.stats.inc_value("page/curated" if row["curated"] else "page/below_threshold")
+            withheld = kept_out(item, self.curate_optout)
+            row["curated"] = primary > self.threshold and withheld is None
+            if withheld and primary > self.threshold:
+                self.stats.inc_value(f"page/kept_out/{withheld}")  # noindex or opted out of AI training
+            else:
+                self.stats.inc_value("page/curated" if row["curated"] else "page/below_threshold")
         if row["curated"]:
             self.text.write(self._doc(item, result))
         self._write_metadata(item, row, result.text)

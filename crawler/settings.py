@@ -20,6 +20,7 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "crawler.robots.RobotsPolicy": 100,
     "crawler.politeness.CrawlDelayGate": 110,  # right after robots.txt is known
+    "crawler.tdmrep.TdmRepPolicy": 120,  # a host's tdmrep.json, once, when its first page arrives
     "crawler.routing.ProxyEverything": 745,
     "crawler.failures.FailureCounter": 940,  # every failed attempt, also those retried later
     "crawler.warc_capture.WarcCaptureMiddleware": 950,
@@ -124,6 +125,7 @@ def build_settings(
         "HOSTCRAWL_CLEANER": c.cleaner,
         "HOSTCRAWL_SCORERS": list(c.scorers),
         "HOSTCRAWL_THRESHOLD": c.threshold,
+        "HOSTCRAWL_CURATE_OPTOUT": c.curate_optout,
         "HOSTCRAWL_CLEAN_WORKERS": c.workers,
         "HOSTCRAWL_WARC_MAX_BYTES": o.warc_max_bytes,
         "HOSTCRAWL_TEXT_DOCS_PER_FILE": o.text_docs_per_file,

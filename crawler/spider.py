@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import zlib
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -11,11 +12,14 @@ from urllib.parse import urlsplit
 import scrapy
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
+from scrapy.utils.gz import gunzip, gzip_magic_number
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.sitemap import Sitemap
 from twisted.python.failure import Failure
 
+from crawler.directives import TDM_HEADER, PageDirectives, page_directives, product_token
 from crawler.failures import failure_reason
+from crawler.tdmrep import RESERVED_META
 from crawler.warc_capture import FETCHED_AT_META, WARC_ID_META
 from scheduler.scrapy_scheduler import DISCOVER_META, LEASE_META, POLICY_META
 
@@ -56,6 +60,9 @@ def page_record(url: str, meta: dict[str, Any], **fields: Any) -> dict[str, Any]
         "policy": meta.get(POLICY_META),
         "phase": lease.phase.value if lease is not None else None,
         "error": None,
+        "noindex": False,  # the page asks not to be indexed: archived, never curated
+        "nofollow": False,  # the page asks that its links not be followed
+        "optout": None,  # why the page opts out of AI training (crawler/directives.py), or None
         "html": None,
         "_lease": lease,
     }
@@ -110,13 +117,41 @@ class HostSpider(scrapy.Spider):
             return
         assert isinstance(response, TextResponse)
         record["html"] = response.text
-        yield from self.follow(response)
+        directives = self.directives(response)
+        record.update(noindex=directives.noindex, nofollow=directives.nofollow, optout=directives.optout)
+        yield from self.follow(response, directives.nofollow)
         yield record  # last: the frontier commits this page's links when its score arrives
+
+    def directives(self, response: TextResponse) -> PageDirectives:
+        """What the page's headers, meta tags and its host's tdmrep.json say; counted per kind."""
+        token = product_token(
+            self.settings.get("ROBOTSTXT_USER_AGENT") or self.settings.get("USER_AGENT", "")
+        )
+        metas = [
+            (m.attrib.get("name", ""), m.attrib.get("content", "")) for m in response.xpath("//meta[@name]")
+        ]
+        found = page_directives(
+            [v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")],
+            (response.headers.get(TDM_HEADER.encode()) or b"").decode("latin-1"),
+            metas,
+            token,
+            host_reserved=bool(response.meta.get(RESERVED_META)),
+        )
+        stats = self.crawler.stats
+        for name in ("noindex", "nofollow"):
+            if getattr(found, name):
+                stats.inc_value(f"page/robots/{name}")
+        if found.optout:
+            stats.inc_value(f"page/optout/{found.optout}")
+        return found
 
     def follow_sitemap(self, response: Response) -> Iterator[scrapy.Request]:
         """A sitemap tells a host's size and its content pages: what sampling needs to be representative."""
+        body = self.sitemap_body(response)
+        if body is None:
+            return
         try:
-            sitemap = Sitemap(response.body)
+            sitemap = Sitemap(body)
         except Exception:
             self.crawler.stats.inc_value("sitemap/unparsable")
             return
@@ -130,9 +165,34 @@ class HostSpider(scrapy.Spider):
             meta = {DISCOVER_META: True} if nested else {}
             yield scrapy.Request(url, callback=self.parse, errback=self.failed, meta=meta)
 
-    def follow(self, response: TextResponse) -> Iterator[scrapy.Request]:
+    def sitemap_body(self, response: Response) -> bytes | None:
+        """The sitemap's XML: a gzipped file (`.xml.gz`, or gzip left over once Content-Encoding is
+        undone) is inflated as Scrapy's SitemapSpider does, up to the decoded size cap."""
+        if not gzip_magic_number(response):
+            return response.body
+        max_size = int(response.meta.get("download_maxsize", self.settings.getint("DOWNLOAD_MAXSIZE")))
+        try:
+            body = gunzip(response.body, max_size=max_size)
+        except ValueError:  # Scrapy's "decompressed more than max_size"
+            self.crawler.stats.inc_value("sitemap/too_large")
+            return None
+        except (OSError, EOFError, zlib.error):
+            self.crawler.stats.inc_value("sitemap/unparsable")
+            return None
+        self.crawler.stats.inc_value("sitemap/gzipped")
+        return body
+
+    def follow(self, response: TextResponse, page_nofollow: bool = False) -> Iterator[scrapy.Request]:
+        """The page's links, minus rel=nofollow ones; none at all from a page that asks for nofollow."""
         host = urlparse_cached(response).hostname
-        for link in self.links.extract_links(response):
+        links = self.links.extract_links(response)
+        if page_nofollow:
+            self.crawler.stats.inc_value("links/skipped/nofollow_page", len(links))
+            return
+        for link in links:
+            if link.nofollow:
+                self.crawler.stats.inc_value("links/skipped/nofollow_rel")
+                continue
             parts = urlsplit(link.url)
             if parts.scheme not in ("http", "https"):
                 continue

@@ -6,6 +6,7 @@ import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
+from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 
@@ -15,6 +16,7 @@ from scheduler.hosts import HostRecord
 from scheduler.lease import Lease
 from scheduler.policies import PolicyConfig, make_policy
 from scheduler.priors import load_priors, load_truth
+from scheduler.urls import canonical
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -145,13 +147,17 @@ class HostScheduler:
             if not old.ended:  # sent back before the network (its robots.txt said "not now")
                 self.frontier.fetch_ended(old, False, 0.0)
             self.frontier.retire(old)  # a retry or redirect of a request we handed out
+        # Only a retry (the same URL again) skips dedup and trap checks. Scrapy copies `dont_filter`
+        # onto a redirect, but a redirect names a new URL: it is checked like any discovered link.
+        redirect = old is not None and canonical(request.url) != canonical(old.url)
         kept = {k: request.meta[k] for k in KEPT_META if k in request.meta}
         extra = encode_meta(kept)
-        reason = self.frontier.add(
+        reason = self._over_budget(request.url) if redirect else None
+        reason = reason or self.frontier.add(
             request.url,
             int(request.meta.get("depth", 0)),
             extra=extra,
-            force=request.dont_filter,
+            force=request.dont_filter and not redirect,
             after=old,
             discover=bool(request.meta.get(DISCOVER_META)),
         )
@@ -159,9 +165,21 @@ class HostScheduler:
             if reason == "duplicate" and request.url in request.meta.get("redirect_urls", ()):
                 reason = "redirect_loop"  # the redirect chain came back to where it started
             self.stats.inc_value(f"frontier/dropped/{reason}")
+            if redirect:
+                self.stats.inc_value(f"redirect/dropped/{reason}")
             return False
         self.stats.inc_value("frontier/enqueued")
+        if redirect:
+            self.stats.inc_value("redirect/followed")
         return True
+
+    def _over_budget(self, url: str) -> str | None:
+        """A redirect to a host whose page budget is spent is not queued (it could never be fetched)."""
+        assert self.frontier is not None
+        record = self.frontier.hosts.get((urlsplit(canonical(url)).hostname or "").lower())
+        if record is not None and record.budget and record.fetched + record.in_flight >= record.budget:
+            return "host_budget"
+        return None
 
     def next_request(self) -> Request | None:
         assert self.frontier is not None

@@ -44,13 +44,22 @@ class TestWebConfig:
     politeness_hosts: tuple[str, ...] = ()
     shared_ip_hosts: int = 0  # the hosts after those share one address in the resolver (shared hosting)
     farm_hosts: int = 0  # the last hosts are subdomains of one registered domain, farm.example
+    # Well-behaved hosts whose pages carry robots directives, AI opt-outs, nofollow links, redirects to
+    # seen and trap URLs, gzipped sitemaps and tdmrep.json (crawler/testweb/directives.py).
+    directives_share: float = 0.1
 
     def __post_init__(self) -> None:
         if self.n_hosts < 1:
             raise ValueError("n_hosts must be at least 1")
         if not 0.0 < self.icc < 1.0 or not 0.0 < self.mean_quality < 1.0:
             raise ValueError("icc and mean_quality must lie strictly between 0 and 1")
-        for name in ("hostile_share", "crawl_delay_share", "real_robots_share", "error_share"):
+        for name in (
+            "hostile_share",
+            "crawl_delay_share",
+            "real_robots_share",
+            "error_share",
+            "directives_share",
+        ):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1]")
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from crawler.testweb import directives as directives_mod
 from crawler.testweb import robots as robots_mod
 from crawler.testweb.config import TestWebConfig, resolve_robots_dir
 from crawler.testweb.hostile import HOSTILE_KINDS, MIN_HOSTS_FOR_EVERY_KIND
@@ -63,6 +64,7 @@ class HostSpec:
     slow_delay: float = 0.0
     retry_after: int = 1
     badbot_group: bool = False
+    directives: bool = False  # pages carry robots directives and opt-outs (testweb/directives.py)
 
     @property
     def home(self) -> str:
@@ -136,6 +138,7 @@ class SiteModel:
         self.link_page = (lk.random(len(targets)) * n_pages[targets]).astype(np.int64)
         in_links = np.bincount(targets, minlength=n) if n > 1 else np.zeros(n, np.int64)
 
+        directive_u = _rng(cfg.seed, 13).random(n)
         real_share = cfg.real_robots_share if self.real_robots else 0.0
         self.hosts: list[HostSpec] = []
         for i in range(n):
@@ -179,11 +182,13 @@ class SiteModel:
                     slow_delay=float(slow[i]),
                     retry_after=int(retry[i]),
                     badbot_group=bool(badbot_u[i] < BADBOT_SHARE),
+                    directives=bool(directive_u[i] < cfg.directives_share and hostile[i] < 0),
                 )
             )
 
         for i, kind in enumerate(cfg.politeness_hosts[:n]):
             self.hosts[i].hostile = kind  # politeness_hosts.py: opt-in, the rest of the web is unchanged
+            self.hosts[i].directives = False  # one behaviour per host, so each check sees what it tests
 
     def host(self, name: str) -> HostSpec | None:
         return self._by_name.get(name.lower().split(":", 1)[0])
@@ -212,8 +217,10 @@ class SiteModel:
         if spec.robots_source.startswith("real:"):
             name = spec.robots_source.split(":", 1)[1]
             real = next(r for r in self.real_robots if r.name == name)
-            return robots_mod.merged(real.body, spec.name, spec.crawl_delay)
-        return robots_mod.generated(spec.name, spec.crawl_delay, spec.disallow, spec.badbot_group)
+            body = robots_mod.merged(real.body, spec.name, spec.crawl_delay)
+            return body.replace(b"/sitemap.xml\n", b"/sitemap.xml.gz\n") if spec.directives else body
+        body = robots_mod.generated(spec.name, spec.crawl_delay, spec.disallow, spec.badbot_group)
+        return body.replace(b"/sitemap.xml\n", b"/sitemap.xml.gz\n") if spec.directives else body
 
     def render(self, host: str, path: str) -> Rendered:
         """The response to `GET http://host/path` (may carry a query), minus transport effects."""
@@ -236,9 +243,12 @@ class SiteModel:
                 "disallow": [list(h.disallow) for h in hs],
                 "in_links": [h.in_links for h in hs],
                 "template": [h.template for h in hs],
+                "directives": [h.directives for h in hs],
+                "tdm_reserved_section": [directives_mod.tdm_reserved_section(h) for h in hs],
             },
             schema_overrides={
                 "hostile": pl.String,
+                "tdm_reserved_section": pl.String,
                 "crawl_delay": pl.Float64,
                 "disallow": pl.List(pl.String),
                 "n_pages": pl.Int64,
@@ -257,7 +267,21 @@ class SiteModel:
         sec_start = np.concatenate([[0], np.cumsum(n_sec)])[:-1]
         section = np.array(sec_table)[sec_start[self.page_host] + j % n_sec[self.page_host]]
         low = np.array(LOW_TYPES)[self.page_low]
-        df = pl.DataFrame({"host": names[self.page_host], "section": section, "j": j, "high": self.page_high})
+        directive_host = np.array([h.directives for h in self.hosts])[self.page_host]
+        slot = j % directives_mod.CYCLE
+        kinds = pl.Series([None, *directives_mod.PAGE_KINDS], dtype=pl.String)
+        kind = np.where(directive_host & (slot % 2 == 1), slot // 2 + 1, 0)
+        reserved = np.array([directives_mod.tdm_reserved_section(h) or "" for h in self.hosts])
+        df = pl.DataFrame(
+            {
+                "host": names[self.page_host],
+                "section": section,
+                "j": j,
+                "high": self.page_high,
+                "directive": kinds.gather(kind),
+                "tdm_reserved": section == reserved[self.page_host],
+            }
+        )
         return df.select(
             pl.concat_str(
                 [
@@ -274,4 +298,6 @@ class SiteModel:
             pl.concat_str([pl.lit("/"), "section", pl.lit("/"), "j", pl.lit(".html")]).alias("path"),
             pl.col("high").alias("high_quality"),
             pl.when(pl.col("high")).then(None).otherwise(pl.Series(low)).alias("low_type"),
+            "directive",  # what the page says about itself (testweb/directives.py), or null
+            "tdm_reserved",  # its host's tdmrep.json reserves it
         )

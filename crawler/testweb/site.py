@@ -8,6 +8,7 @@ from html import escape
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
+from crawler.testweb import directives as dx
 from crawler.testweb import hostile as hx
 from crawler.testweb.politeness_hosts import POLITENESS_KINDS, politeness_route
 from crawler.testweb.templates import Frame, main_html, page
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
 HTML_TYPE = "text/html; charset=utf-8"
 TEXT_TYPE = "text/plain; charset=utf-8"
 XML_TYPE = "application/xml"
+GZIP_TYPE = "application/gzip"
+JSON_TYPE = "application/json"
 LISTING_PAGE_SIZE = 20
 SITEMAP_CHUNK = 1000  # URLs per sitemap file; bigger hosts get a sitemap index
 HOME_LATEST = 12
@@ -84,8 +87,8 @@ class _Page:
             footer=[(p, ui[p.strip("/")]) for p in BOILERPLATE_PATHS] + [("/private/login", ui["login"])],
         )
 
-    def wrap(self, title: str, main: str, partners: list[str] | None = None) -> str:
-        return page(self.frame(partners), self.lex, self.rng, title, main)
+    def wrap(self, title: str, main: str, partners: list[str] | None = None, head: str = "") -> str:
+        return page(self.frame(partners), self.lex, self.rng, title, main, head)
 
 
 def _content(model: SiteModel, spec: HostSpec, j: int) -> Rendered:
@@ -99,13 +102,20 @@ def _content(model: SiteModel, spec: HostSpec, j: int) -> Rendered:
         content = low_content(pg.rng, pg.lex, spec.kind, low_type or "thin", pool)
     k = len(spec.sections)
     related = [(j + k * d) % spec.n_pages for d in range(1, RELATED_PAGES + 1)]
+    kind = dx.page_kind(spec, j)
     extra = (
         f'<div class="related"><h3>{escape(pg.lex.ui["related"])}</h3><ul>'
         + "".join(f'<li><a href="{spec.page_path(r)}">{escape(pg.title(r))}</a></li>' for r in related)
         + f'</ul></div><p><a href="/private/edit/{j}">{escape(pg.lex.ui["edit"])}</a></p>'
     )
-    html = pg.wrap(content.title, main_html(content, extra), model.cross_links(spec, j))
-    return _html(200, html, label=high, low_type=low_type, main_text=content.text())
+    if dx.rel_nofollow_link(spec, j) or kind in dx.NOFOLLOW_KINDS:
+        rel = ' rel="nofollow"' if kind is None else ""  # a nofollow page's own links need no rel
+        extra += f'<p><a href="{dx.hidden_path(j)}"{rel}>{escape(pg.title(j))}</a></p>'
+    head = dx.head_tags(kind)
+    html = pg.wrap(content.title, main_html(content, extra), model.cross_links(spec, j), head)
+    r = _html(200, html, label=high, low_type=low_type, main_text=content.text())
+    r.headers.update(dx.headers(kind))
+    return r
 
 
 def _listing(model: SiteModel, spec: HostSpec, section: str, page_no: int) -> Rendered:
@@ -138,6 +148,7 @@ def _home(model: SiteModel, spec: HostSpec) -> Rendered:
     main = (
         f"<h1>{escape(spec.name)}</h1><h2>{escape(ui['latest'])}</h2><ul>{items}</ul>"
         + (f'<ul class="more">{trap_links}</ul>' if trap_links else "")
+        + "".join(f'<p><a href="{p}">{escape(p)}</a></p>' for p in dx.redirects(spec))
         + f'<p><a href="/private/account">{escape(ui["account"])}</a></p>'
     )
     return _html(200, pg.wrap(spec.name, main))
@@ -185,6 +196,8 @@ def _route(model: SiteModel, spec: HostSpec, path: str, query: dict[str, list[st
         return _text(404, "Not Found\n") if body is None else _text(200, body)
     if path.startswith("/sitemap") and path.endswith(".xml"):
         return _sitemap(spec, path) or _not_found(model, spec)
+    if spec.directives and (r := _directive_route(model, spec, path)) is not None:
+        return r
     if path == "/":
         return _home(model, spec)
     if path in BOILERPLATE_PATHS:
@@ -204,6 +217,26 @@ def _route(model: SiteModel, spec: HostSpec, path: str, query: dict[str, list[st
         if j < spec.n_pages and spec.page_path(j) == path:
             return _content(model, spec, j)
     return _not_found(model, spec)
+
+
+def _directive_route(model: SiteModel, spec: HostSpec, path: str) -> Rendered | None:
+    """What only directive hosts serve: gzipped sitemaps, tdmrep.json, redirects, hidden pages."""
+    if path.startswith("/sitemap") and path.endswith(".xml.gz"):
+        xml = _sitemap(spec, path.removesuffix(".gz"))
+        return None if xml is None else _text(200, dx.gzip_sitemap(xml.body), GZIP_TYPE)
+    if path == dx.TDMREP_PATH:
+        body = dx.tdmrep_json(spec)
+        return _text(404, "Not Found\n") if body is None else _text(200, body, JSON_TYPE)
+    target = dx.redirects(spec).get(path)
+    if target is not None:
+        status = 302 if path.startswith("/go/") else 301
+        return Rendered(
+            status, {"Location": f"http://{spec.name}{target}", "Content-Type": TEXT_TYPE}, b"Moved\n"
+        )
+    name = path.removeprefix(dx.HIDDEN_PREFIX).removesuffix(".html")
+    if path.startswith(dx.HIDDEN_PREFIX) and name.isdigit() and int(name) < spec.n_pages:
+        return _content(model, spec, int(name))  # a twin of page j, linked only through nofollow
+    return None
 
 
 def _hostile_route(

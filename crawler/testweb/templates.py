@@ -71,8 +71,8 @@ def _ads(rng: random.Random, lex: Lexicon, p: str) -> list[str]:
     return ads
 
 
-def page(frame: Frame, lex: Lexicon, rng: random.Random, title: str, main: str) -> str:
-    """Wrap main-content HTML in the host's template family."""
+def page(frame: Frame, lex: Lexicon, rng: random.Random, title: str, main: str, head: str = "") -> str:
+    """Wrap main-content HTML in the host's template family; `head` goes into <head> (meta tags)."""
     p, ui = frame.prefix, lex.ui
     ads = _ads(rng, lex, p)
     cookie = (
@@ -123,6 +123,6 @@ def page(frame: Frame, lex: Lexicon, rng: random.Random, title: str, main: str) 
     return (
         f'<!DOCTYPE html>\n<html lang="{frame.language}"><head>'
         f'<meta charset="{frame.charset}"><title>{escape(title)} | {escape(frame.host)}</title>'
-        f'<meta name="viewport" content="width=device-width, initial-scale=1"></head>\n'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">{head}</head>\n'
         f"<body>\n{body}\n</body></html>\n"
     )
