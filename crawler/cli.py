@@ -18,6 +18,8 @@ from crawler.config import (
     check_seed,
     load_config,
     load_seeds,
+    proxy_problem,
+    table_problem,
     validate,
 )
 from scheduler.frontier import FrontierError
@@ -68,6 +70,24 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
         help="allow loopback/private/link-local targets (refused by default)",
     )
     p.add_argument("--same-host", action="store_true", help="do not follow links to other hosts")
+    p.add_argument(
+        "--allow",
+        action="append",
+        metavar="REGEX",
+        help="follow only links whose URL matches one of these regexes (repeatable; seeds always)",
+    )
+    p.add_argument(
+        "--deny", action="append", metavar="REGEX", help="never follow links matching this regex (repeatable)"
+    )
+    p.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        dest="scrapy_settings",
+        metavar="NAME=VALUE",
+        help="set a Scrapy setting, as `scrapy crawl -s` does (repeatable; politeness settings are "
+        "hostcrawl's own options)",
+    )
     p.add_argument(
         "--policy",
         choices=POLICY_NAMES,
@@ -140,6 +160,8 @@ def resolve_crawl_config(args: argparse.Namespace) -> CrawlConfig:
     """Config file, then seeds, then flags; raises ConfigError before anything is written."""
     if args.resume and args.config:
         raise ConfigError("--resume uses the run's own config.toml; drop --config")
+    if args.resume and args.out and args.out.resolve() != args.resume.resolve():
+        raise ConfigError(f"--resume continues in {args.resume}; drop --out {args.out}")
     if args.resume:
         config = load_config(args.resume / "config.toml")
     else:
@@ -177,10 +199,58 @@ def resolve_crawl_config(args: argparse.Namespace) -> CrawlConfig:
         p.allow_private = True
     if args.same_host:
         f.follow_cross_host = False
+    f.allow += args.allow or []
+    f.deny += args.deny or []
+    for i, setting in enumerate(args.scrapy_settings or []):
+        name, sep, value = setting.partition("=")
+        if not sep:
+            raise ConfigError(f"-s argument {i + 1}: {setting!r} is not NAME=VALUE")
+        config.scrapy[name.strip()] = value
     validate(config, "command line")
+    for flag, key in (("--priors", "priors"), ("--truth", "truth")):
+        value = getattr(args, key)
+        if value is not None and (problem := table_problem(Path(value), key)):
+            raise ConfigError(f"{flag} {value}: {problem}")
     if not config.seeds:
         raise ConfigError("no seed URLs: pass URLs, --seeds FILE, or seeds = [...] in --config")
     return config
+
+
+def check_crawl_inputs(config: CrawlConfig, args: argparse.Namespace) -> None:
+    """What validation alone cannot see: Scrapy settings hostcrawl owns, a proxy that is not there."""
+    from crawler.settings import check_scrapy_settings
+
+    config_file = args.resume / "config.toml" if args.resume else args.config
+    check_scrapy_settings(config, "-s" if args.scrapy_settings else str(config_file))
+    proxy = config.fetch.proxy
+    if proxy and (problem := proxy_problem(proxy)):
+        raise ConfigError(f"{'--proxy' if args.proxy else config_file}: proxy {proxy} {problem}")
+
+
+def create_run_dir(run_dir: Path) -> None:
+    """Create --out now, after every check, so a bad flag leaves nothing behind."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"--out {run_dir}: exists and is not a directory")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        probe = run_dir / ".hostcrawl-write-test"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"--out {run_dir}: cannot create the run directory ({exc.strerror})") from None
+
+
+def why_nothing(stats: dict[str, object]) -> str:
+    """The reasons a crawl fetched nothing, from its counters (`fetch/refused/loopback: 1`)."""
+    reasons = {
+        key: value
+        for key, value in stats.items()
+        if key.startswith(("fetch/refused/", "fetch/failed/", "robotstxt/unreachable/"))
+    }
+    text = ", ".join(f"{key} {value}" for key, value in sorted(reasons.items()))
+    if any(key.startswith("fetch/refused/") for key in reasons):
+        text += "; loopback/private addresses are refused unless you pass --allow-private"
+    return text or "see crawl.log"
 
 
 def cmd_crawl(args: argparse.Namespace) -> int:
@@ -189,7 +259,10 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 
     config = resolve_crawl_config(args)
     check_status_port(args)
+    check_crawl_inputs(config, args)
     run_dir = args.resume or args.out or default_run_dir("crawl")
+    if not args.resume:
+        create_run_dir(run_dir)
     result = run_crawl(
         config,
         run_dir,
@@ -208,8 +281,11 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     console.print(
         f"[bold]done[/]: {fetched} responses, {result.stat('page/curated')} pages curated, "
-        f"{result.stat('hostcrawl/pages_per_second')} pages/s -> {run_dir}/report.md"
+        f"{result.stat('hostcrawl/pages_per_second')} pages/s -> {run_dir}/report.md",
+        highlight=False,
     )
+    if not fetched:
+        print(f"nothing was fetched: {why_nothing(result.stats)}", file=sys.stderr)
     linger(args.status_linger)
     return EXIT_OK if fetched else EXIT_FAILED
 
@@ -301,6 +377,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def print_error(exc: BaseException | str) -> None:
+    """One plain line on stderr: no markup (`[politeness]` stays), no wrapping."""
+    text = " ".join(str(exc).split())
+    print(f"error: {text}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -311,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (ConfigError, FrontierError) as exc:
-        console.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)  # one line, never wrapped
+        print_error(exc)
         return EXIT_USAGE
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]")

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import re
+import socket
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import polars as pl
 import tomli_w
 
 from cleaner.quality import ScorerSpec, ScorerSpecError, scorer_names
@@ -62,6 +65,8 @@ class FetchConfig:
     max_decoded_bytes: int = 16 * 2**20  # after content decoding (gzip bombs stop here)
     max_redirects: int = 5
     follow_cross_host: bool = True
+    allow: list[str] = field(default_factory=list)  # follow only links matching one of these regexes
+    deny: list[str] = field(default_factory=list)  # never follow links matching one of these regexes
     proxy: str | None = None  # http proxy every request goes through (the local test web)
 
 
@@ -99,11 +104,22 @@ class CrawlConfig:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     cleaning: CleaningConfig = field(default_factory=CleaningConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
+    scrapy: dict[str, Any] = field(default_factory=dict)  # Scrapy settings passed through (`-s NAME=VALUE`)
 
     def to_toml(self) -> str:
+        """Input tables by absolute path, so `crawl --config RUN/config.toml` repeats from any folder."""
         data = _drop_none(dataclasses.asdict(self))
+        for key in TABLE_KEYS:
+            if key in data["policy"]:
+                data["policy"][key] = str(Path(data["policy"][key]).resolve())
         return f"# hostcrawl {__version__} resolved configuration\n" + tomli_w.dumps(data)
 
+
+# [policy] keys naming an input table, with the columns it must have (any one of the sets).
+TABLE_KEYS: dict[str, tuple[frozenset[str], ...]] = {
+    "priors": (frozenset({"host", "hc_percentile", "pr_percentile"}), frozenset({"host", "in_links"})),
+    "truth": (frozenset({"host", "q"}),),
+}
 
 SECTIONS: dict[str, type] = {
     "politeness": PolitenessConfig,
@@ -185,7 +201,7 @@ def _build_section(cls: type, values: dict[str, Any], path: Path, text: str, nam
 def load_config(path: Path) -> CrawlConfig:
     """Read a crawl TOML file; every error names the file and line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
@@ -203,28 +219,93 @@ def load_config(path: Path) -> CrawlConfig:
                 check_seed(url, f"{_where(path, text, None, key)}: seed {i + 1}")
                 for i, url in enumerate(value)
             ]
+        elif key == "scrapy" and isinstance(value, dict):
+            config.scrapy = dict(value)
         elif key in SECTIONS and isinstance(value, dict):
             setattr(config, key, _build_section(SECTIONS[key], value, path, text, key))
         else:
-            known = ", ".join(["seeds", *(f"[{s}]" for s in SECTIONS)])
+            known = ", ".join(["seeds", *(f"[{s}]" for s in SECTIONS), "[scrapy]"])
             raise ConfigError(
                 f"{_where(path, text, None, key)}: unknown top-level key '{key}'; known: {known}"
             )
+    for key in TABLE_KEYS:
+        value = getattr(config.policy, key)
+        if value is not None:
+            resolved = path.parent / value  # relative to the config file, not to where it is run from
+            if not resolved.exists() and Path(value).exists():
+                resolved = Path(value)  # an older run's config.toml, written relative to its crawl's folder
+            setattr(config.policy, key, str(resolved))
+            where = _where(path, text, "policy", key)
+            if problem := table_problem(resolved, key):
+                raise ConfigError(f"{where}: [policy] {key} = {value!r}: {problem}")
     validate(config, str(path))
     return config
 
 
-def check_seed(url: str, where: str) -> str:
+def table_problem(path: Path, key: str) -> str | None:
+    """Why the parquet table given as policy.priors/truth cannot be read, or None."""
+    if not path.is_file():
+        return "no such file" if not path.exists() else "not a file"
+    try:
+        columns = set(pl.read_parquet_schema(path))
+    except Exception as exc:  # polars raises several types for a file that is not parquet
+        return f"not a parquet file ({type(exc).__name__})"
+    needs = TABLE_KEYS[key]
+    if not any(need <= columns for need in needs):
+        wanted = " or ".join("+".join(sorted(need)) for need in needs)
+        return f"needs columns {wanted}; it has {', '.join(sorted(columns)) or 'none'}"
+    return None
+
+
+def proxy_problem(url: str, timeout: float = 3.0) -> str | None:
+    """A proxy that does not accept connections fails every fetch: say so before the crawl starts."""
     parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return "has an invalid port"
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"{where}: {url!r} is not an absolute http(s) URL")
+        return "is not an http(s) proxy URL"
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except OSError as exc:
+        return f"does not accept connections ({exc.strerror or exc})"
+    return None
+
+
+_HOST_LABEL = re.compile(r"^[\w-]+$")  # letters (IDN too), digits, '-' and '_'
+
+
+def check_seed(url: str, where: str) -> str:
+    bad = f"{where}: {url!r} is not an absolute http(s) URL"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError as exc:
+        raise ConfigError(f"{bad} ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(bad)
+    if any(ch.isspace() or ord(ch) < 32 for ch in url):
+        raise ConfigError(f"{bad} (it contains a space or control character)")
+    if not _valid_host(parts.hostname):
+        raise ConfigError(f"{bad} (bad host name {parts.hostname!r})")
     return url
+
+
+def _valid_host(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        pass
+    labels = host.rstrip(".").split(".")
+    return all(label and len(label) <= 63 and _HOST_LABEL.match(label) for label in labels)
 
 
 def load_seeds(path: Path) -> list[str]:
     """One URL per line; blank lines and '#' comments are ignored."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()  # a BOM is not part of line 1's URL
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read seeds: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
@@ -265,6 +346,15 @@ def validate(config: CrawlConfig, source: str = "config") -> None:
     for ok, message in checks:
         if not ok:
             raise ConfigError(f"{source}: {message}")
+    for name, patterns in (("allow", f.allow), ("deny", f.deny)):
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ConfigError(f"{source}: fetch.{name} {pattern!r} is not a regex ({exc})") from None
+    for name in config.scrapy:
+        if not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
+            raise ConfigError(f"{source}: Scrapy setting {name!r} is not a setting name (NAME=VALUE)")
     if c.cleaner not in cleaner_names():
         raise ConfigError(f"{source}: unknown cleaner {c.cleaner!r}; known: {', '.join(cleaner_names())}")
     for spec in c.scorers:

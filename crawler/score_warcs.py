@@ -23,15 +23,16 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from rich.console import Console
 
 from cleaner import decode_html, process_page
 from cleaner.quality import DEFAULT_LANGID, DEFAULT_SCORER, get_scorer, score_column, scorer_column
 from cleaner.quality.langid import describe_identifier, get_language_identifier
+from cleaner.registry import cleaner_names
 from crawler import __version__
-from crawler.score_warcs_reader import HtmlPage, ScoreStats, WarcReader
+from crawler.score_warcs_reader import HtmlPage, ScoreStats, WarcReader, is_wet
 from crawler.score_warcs_report import finish_outputs, print_summary, progress_bar
+from crawler.tables import WARC_LOCATION, PageTableWriter
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 PAGES_PER_TASK = 16  # pages a worker cleans per task: amortises pickling without long stalls
@@ -64,7 +65,7 @@ def score_pages(
         }
         for spec in scorers:
             row[score_column(spec)] = result.scores.get(spec, 0.0)
-        row["warc_file"], row["warc_offset"] = page.warc_file, page.offset
+        row.update(warc_filename=page.warc_file, warc_offset=page.offset, warc_length=page.length)
         rows.append(row)
     return rows, counts
 
@@ -78,8 +79,7 @@ def page_schema(columns: list[str], metadata: dict[str, Any]) -> pa.Schema:
         pa.field("language_score", pa.float32()),
         pa.field("text_length", pa.int64()),
         *(pa.field(column, pa.float64()) for column in columns),
-        pa.field("warc_file", pa.string()),
-        pa.field("warc_offset", pa.int64()),
+        *WARC_LOCATION,
     ]
     return pa.schema(fields, metadata={"hostcrawl": json.dumps(metadata)})
 
@@ -98,6 +98,7 @@ class ScoreJob:
     ensemble: bool = False
     hosts_out: Path | None = None
     progress: bool = True
+    force: bool = False
 
 
 def provenance(job: ScoreJob) -> dict[str, Any]:
@@ -119,9 +120,9 @@ def run_score(job: ScoreJob, console: Console) -> ScoreStats:
     stats, started = ScoreStats(), time.monotonic()
     columns = [score_column(spec) for spec in job.scorers]
     schema = page_schema(columns, provenance(job))
-    job.out.parent.mkdir(parents=True, exist_ok=True)
     buffer: list[dict[str, Any]] = []
-    writer = pq.ParquetWriter(job.out, schema)
+    job.out.parent.mkdir(parents=True, exist_ok=True)
+    writer = PageTableWriter(job.out, schema, overwrite=job.force)
     pool = None
     if job.workers > 1:
         context = multiprocessing.get_context("spawn")
@@ -139,7 +140,7 @@ def run_score(job: ScoreJob, console: Console) -> ScoreStats:
             stats.pages += len(rows)
             buffer.extend(rows)
             if len(buffer) >= ROW_GROUP_ROWS:
-                writer.write_table(pa.Table.from_pylist(buffer, schema))
+                writer.write_rows(buffer)
                 buffer.clear()
 
     def submit(batch: list[HtmlPage]) -> None:
@@ -171,9 +172,13 @@ def run_score(job: ScoreJob, console: Console) -> ScoreStats:
             drain(0)
             advance(done_bytes, stats.pages)
         if buffer:
-            writer.write_table(pa.Table.from_pylist(buffer, schema))
-    finally:
+            writer.write_rows(buffer)
+    except BaseException:
+        writer.abort()
+        raise
+    else:
         writer.close()
+    finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     stats.seconds = time.monotonic() - started
@@ -213,7 +218,8 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "positive LABEL), a registered scorer name, or NAME=calibration.json; repeatable",
     )
     p.add_argument("--no-heuristic", action="store_true", help=f"do not add {DEFAULT_SCORER}")
-    p.add_argument("--cleaner", default="blocks_v1", help="cleaner name (blocks_v1)")
+    p.add_argument("--cleaner", default="blocks_v1", help=f"one of {', '.join(cleaner_names())} (blocks_v1)")
+    p.add_argument("--force", action="store_true", help="overwrite --out and --hosts-out if they exist")
     p.add_argument("--lid", metavar="PATH", help="fastText lid.176.bin/.ftz (default: packaged py3langid)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes (one per core)")
     p.add_argument("--limit", type=int, help="stop after this many HTML pages")
@@ -223,7 +229,31 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_score)
 
 
+def check_output(path: Path | None, flag: str, force: bool) -> None:
+    """Refuse before reading anything: an output that is a folder, or exists without --force."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise ValueError(f"{flag} {path}: is a directory; give a parquet file name")
+    if path.exists() and not force:
+        raise ValueError(f"{flag} {path}: exists; pass --force to overwrite it")
+    parent = next((p for p in path.parents if p.exists()), Path("."))
+    if not parent.is_dir():
+        raise ValueError(f"{flag} {path}: {parent} is a file, not a folder")
+
+
+def check_warcs(warcs: list[Path]) -> None:
+    for path in warcs:
+        if is_wet(path):
+            raise ValueError(
+                f"{path}: a WET file (extracted text, no HTML); score cleans HTML itself, so give it "
+                "the WARC file (Common Crawl's *.warc.gz, not *.warc.wet.gz)"
+            )
+
+
 def cmd_score(args: argparse.Namespace) -> int:
+    from crawler.cli import print_error
+
     console = Console(stderr=True)
     scorers = ([] if args.no_heuristic else [DEFAULT_SCORER]) + list(args.classifier)
     try:
@@ -231,8 +261,16 @@ def cmd_score(args: argparse.Namespace) -> int:
             raise ValueError("no classifier: drop --no-heuristic or add --classifier")
         if len({scorer_column(s) for s in scorers}) < len(scorers):
             raise ValueError(f"two classifiers share a name: {scorers}")
+        if args.cleaner not in cleaner_names():
+            raise ValueError(f"unknown cleaner {args.cleaner!r}; known: {', '.join(cleaner_names())}")
+        if args.limit is not None and args.limit < 1:
+            raise ValueError(f"--limit {args.limit}: must be at least 1")
+        check_output(args.out, "--out", args.force)
+        check_output(args.hosts_out, "--hosts-out", args.force)
+        warcs = expand_warcs(args.warc)
+        check_warcs(warcs)
         job = ScoreJob(
-            warcs=expand_warcs(args.warc),
+            warcs=warcs,
             out=args.out,
             scorers=tuple(scorers),
             cleaner=args.cleaner,
@@ -242,10 +280,14 @@ def cmd_score(args: argparse.Namespace) -> int:
             ensemble=args.ensemble,
             hosts_out=args.hosts_out,
             progress=not args.no_progress,
+            force=args.force,
         )
         stats = run_score(job, console)
-    except (ValueError, FileNotFoundError, ImportError) as exc:
-        console.print(f"[red]error:[/] {exc}", highlight=False)
+    except (ValueError, ImportError) as exc:
+        print_error(exc)
+        return EXIT_USAGE
+    except OSError as exc:  # an output that cannot be written, an input that cannot be read
+        print_error(f"{exc.filename or args.out}: {exc.strerror or exc}")
         return EXIT_USAGE
     extra = finish_outputs(job.out, job.scorers, stats.pages, ensemble=job.ensemble, hosts_out=job.hosts_out)
     summary = {**asdict(stats), "counts": dict(stats.counts), **extra}

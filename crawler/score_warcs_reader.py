@@ -41,6 +41,7 @@ class HtmlPage:
     charset: str | None
     warc_file: str
     offset: int
+    length: int | None = None  # None for a WARC gzipped as one stream: no record can be seeked to
 
 
 @dataclass(slots=True)
@@ -109,6 +110,20 @@ def next_record_start(path: Path, start: int, gz: bool) -> int | None:
     return None
 
 
+def is_wet(path: Path, probe_records: int = 4) -> bool:
+    """A WET file (Common Crawl's extracted text): conversion records and no HTTP responses."""
+    types: list[str] = []
+    try:
+        with path.open("rb") as fh:
+            for record in WARCIterator(fh):
+                types.append(record.rec_type)
+                if len(types) >= probe_records:
+                    break
+    except Exception:  # a broken file is the reader's to report, record by record
+        return False
+    return "conversion" in types and "response" not in types
+
+
 class WarcReader:
     """Streams the HTML responses of one WARC file; counts skips; survives broken records."""
 
@@ -136,6 +151,8 @@ class WarcReader:
                 for record in records:
                     offset = records.offset
                     page = self._take(record, offset)
+                    if page is not None:
+                        page.length = records.get_record_length()
                     seen += 1
                     self.position = fh.tell()
                     if page is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from crawler.config import SCRAPY_SCHEDULER, CrawlConfig
+from crawler.config import SCRAPY_SCHEDULER, ConfigError, CrawlConfig
 
 # Components, by the order Scrapy calls them. The WARC capture sits next to the downloader so it
 # sees bodies before decompression and every response, robots.txt included.
@@ -39,6 +39,10 @@ DOWNLOAD_HANDLERS = {
     "https": "crawler.politeness.PoliteDownloadHandler",
 }
 ITEM_PIPELINES = {"crawler.pipeline.CleanScoreStorePipeline": 300}
+SPIDER_MIDDLEWARES = {"crawler.urlfilter.UrlFilter": 600}  # --allow / --deny on followed links
+# Scrapy settings hostcrawl sets itself that `-s NAME=VALUE` may still change: none of them touches
+# politeness, the frontier or where outputs go.
+OVERRIDABLE = frozenset({"LOG_LEVEL", "LOGSTATS_INTERVAL", "REACTOR_THREADPOOL_MAXSIZE", "DOWNLOAD_WARNSIZE"})
 
 
 def scrapy_scheduler(max_pages: int) -> dict[str, Any]:
@@ -53,11 +57,34 @@ def scrapy_scheduler(max_pages: int) -> dict[str, Any]:
     }
 
 
+def check_scrapy_settings(config: CrawlConfig, source: str) -> None:
+    """`-s NAME=VALUE` may set any Scrapy setting except those hostcrawl's own options decide."""
+    ours = set(_own_settings(config, Path("."), progress=False)) - OVERRIDABLE
+    taken = sorted(name for name in config.scrapy if name in ours or name.startswith("HOSTCRAWL_"))
+    if taken:
+        raise ConfigError(
+            f"{source}: Scrapy setting {taken[0]} is set by hostcrawl itself (politeness, frontier or "
+            "outputs); use hostcrawl's option or config key for it (see `hostcrawl crawl --help`)"
+        )
+
+
 def build_settings(
     config: CrawlConfig,
     run_dir: Path,
     *,
     progress: bool = True,
+    status_port: int | None = None,
+    status_bind: str = "127.0.0.1",
+) -> dict[str, Any]:
+    own = _own_settings(config, run_dir, progress=progress, status_port=status_port, status_bind=status_bind)
+    return {**own, **config.scrapy}
+
+
+def _own_settings(
+    config: CrawlConfig,
+    run_dir: Path,
+    *,
+    progress: bool,
     status_port: int | None = None,
     status_bind: str = "127.0.0.1",
 ) -> dict[str, Any]:
@@ -111,6 +138,8 @@ def build_settings(
         "METAREFRESH_ENABLED": False,
         "HTTPERROR_ALLOW_ALL": True,  # every status becomes a row in pages.parquet
         "HOSTCRAWL_FOLLOW_CROSS_HOST": f.follow_cross_host,
+        "HOSTCRAWL_ALLOW": list(f.allow),
+        "HOSTCRAWL_DENY": list(f.deny),
         "HOSTCRAWL_PROXY": f.proxy,
         "REACTOR_THREADPOOL_MAXSIZE": 20,
         **(scrapy_scheduler(f.max_pages) if pol.name == SCRAPY_SCHEDULER else {}),
@@ -119,6 +148,7 @@ def build_settings(
         "DOWNLOAD_HANDLERS": DOWNLOAD_HANDLERS,
         "EXTENSIONS": EXTENSIONS,
         "ITEM_PIPELINES": ITEM_PIPELINES,
+        "SPIDER_MIDDLEWARES": SPIDER_MIDDLEWARES,
         "TELNETCONSOLE_ENABLED": False,
         "REMOTE_CONTROL_ENABLED": False,
         "HOSTCRAWL_RUN_DIR": str(run_dir),

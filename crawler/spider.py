@@ -20,7 +20,7 @@ from twisted.python.failure import Failure
 from crawler.directives import TDM_HEADER, PageDirectives, page_directives, product_token
 from crawler.failures import failure_reason
 from crawler.tdmrep import RESERVED_META
-from crawler.warc_capture import FETCHED_AT_META, WARC_ID_META
+from crawler.warc_capture import FETCHED_AT_META, WARC_ID_META, WARC_LOCATION_META
 from scheduler.scrapy_scheduler import DISCOVER_META, LEASE_META, POLICY_META
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -93,6 +93,7 @@ class HostSpider(scrapy.Spider):
             content_type=content_type.split(";")[0].strip().lower(),
             bytes=len(response.body),
             warc_record_id=meta.get(WARC_ID_META),
+            **meta.get(WARC_LOCATION_META, {}),
             truncated="download_stopped" in response.flags or "dataloss" in response.flags,
         )
 

@@ -1,25 +1,47 @@
-"""pages.parquet and hosts.parquet of a run, built from the page spool at the end (or after a crash)."""
+"""pages.parquet and hosts.parquet of a run, built from the page spool at the end (or after a crash).
+
+One writer for every page table (a crawl's pages.parquet, `hostcrawl score`'s): rows stream into
+`NAME.partial` and the table appears under its name only when complete; both carry the same
+WARC location columns, so any row leads back to its archived response with one seek.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any, Self
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from cleaner.quality import score_column
 from crawler.sinks import PAGES_SPOOL
 from scheduler.export import host_states
 from scheduler.scrapy_scheduler import FRONTIER_FILE
 
+# Where a row's response record lies (None when nothing was archived: robots.txt refusal, network error).
+WARC_LOCATION = pa.schema(
+    [("warc_filename", pa.string()), ("warc_offset", pa.int64()), ("warc_length", pa.int64())]
+)
+# What became of a URL: only `fetched` and `http_error` rows had a response.
+OUTCOMES = ("fetched", "http_error", "robots_refused", "refused", "failed")
+REFUSED_BY_US = ("private_address", "crawl_delay_too_long", "ignored")
+# Responses that are not HTML pages to clean: a page kind, not an error (html for the rest).
+PAGE_KINDS = ("sitemap", "not_html", "binary_as_html")
+
 PAGE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "url": pl.String,
     "host": pl.String,
+    "outcome": pl.String,
+    "kind": pl.String,
     "status": pl.Int32,
     "content_type": pl.String,
     "bytes": pl.Int64,
     "depth": pl.Int32,
     "fetched_at": pl.String,
     "warc_record_id": pl.String,
+    **pl.from_arrow(WARC_LOCATION.empty_table()).schema,  # type: ignore[union-attr]
     "truncated": pl.Boolean,
     "policy": pl.String,
     "phase": pl.String,
@@ -47,7 +69,74 @@ def read_spool(run_dir: Path, scorers: list[str]) -> pl.DataFrame:
     if lines and not lines[-1].rstrip().endswith(b"}"):
         lines = lines[:-1]
     frame = pl.read_ndjson(b"\n".join(lines), schema=schema, ignore_errors=True)
-    return frame.with_columns(pl.col("fetched_at").str.to_datetime(time_zone="UTC", strict=False))
+    return with_outcome(frame).with_columns(
+        pl.col("fetched_at").str.to_datetime(time_zone="UTC", strict=False)
+    )
+
+
+def with_outcome(frame: pl.DataFrame) -> pl.DataFrame:
+    """`outcome` and `kind` from status and error; a page kind leaves the error column."""
+    error, status = pl.col("error"), pl.col("status")
+    outcome = (
+        pl.when(status >= 400)
+        .then(pl.lit("http_error"))
+        .when(status.is_not_null())
+        .then(pl.lit("fetched"))
+        .when(error == "robots_forbidden")
+        .then(pl.lit("robots_refused"))
+        .when(error.is_in(REFUSED_BY_US))
+        .then(pl.lit("refused"))
+        .otherwise(pl.lit("failed"))
+    )
+    kind = (
+        pl.when(status.is_null())
+        .then(None)
+        .when(error.is_in(PAGE_KINDS))
+        .then(error)
+        .otherwise(pl.lit("html"))
+    )
+    return frame.with_columns(
+        outcome=outcome,
+        kind=kind,
+        error=pl.when(error.is_in(PAGE_KINDS)).then(None).otherwise(error),
+    )
+
+
+class PageTableWriter:
+    """Streams row batches into `path` under one schema; the file appears only once it is complete."""
+
+    def __init__(self, path: Path, schema: pa.Schema, *, overwrite: bool = True) -> None:
+        if path.is_dir():
+            raise IsADirectoryError(f"{path}: is a directory, not a parquet file")
+        if path.exists() and not overwrite:
+            raise FileExistsError(f"{path}: exists; pass --force to overwrite it")
+        self.path = path
+        self.partial = path.with_name(path.name + ".partial")
+        self.schema = schema
+        self._writer = pq.ParquetWriter(self.partial, schema)
+
+    def write_rows(self, rows: list[dict[str, Any]]) -> None:
+        self._writer.write_table(pa.Table.from_pylist(rows, self.schema))
+
+    def write_table(self, table: pa.Table) -> None:
+        self._writer.write_table(table.select(self.schema.names).cast(self.schema))
+
+    def close(self) -> None:
+        self._writer.close()
+        os.replace(self.partial, self.path)
+
+    def abort(self) -> None:
+        self._writer.close()
+        self.partial.unlink(missing_ok=True)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 def host_table(pages: pl.DataFrame, scorers: list[str], crawl_delays: dict[str, float]) -> pl.DataFrame:
@@ -97,7 +186,9 @@ def with_scheduler_states(hosts: pl.DataFrame, run_dir: Path) -> pl.DataFrame:
 
 def write_tables(run_dir: Path, scorers: list[str], crawl_delays: dict[str, float]) -> pl.DataFrame:
     pages = read_spool(run_dir, scorers)
-    pages.write_parquet(run_dir / "pages.parquet")
+    table = pages.to_arrow()
+    with PageTableWriter(run_dir / "pages.parquet", table.schema) as writer:
+        writer.write_table(table)
     hosts = with_scheduler_states(host_table(pages, scorers, crawl_delays), run_dir)
     hosts.write_parquet(run_dir / "hosts.parquet")
     return pages

@@ -11,7 +11,6 @@ import os
 import re
 import socket
 import uuid
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,23 +20,22 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import urldefrag, urlsplit
 
-from warcio.archiveiterator import ArchiveIterator
 from warcio.recordbuilder import RecordBuilder
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
-__all__ = ["FetchRecord", "WarcWriter", "recover_open_files"]
+from crawler.warc_files import open_path, publish, recover_open_files
+
+__all__ = ["FetchRecord", "WarcLocation", "WarcWriter", "recover_open_files"]
 
 WARC_VERSION = "WARC/1.1"
 FORMAT = "WARC File Format 1.1"
 CONFORMS_TO = "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
-OPEN_SUFFIX = ".open"
 # Values the WARC 1.1 spec allows for WARC-Truncated.
 TRUNCATED_REASONS = frozenset({"length", "time", "disconnect", "unspecified"})
 # Statuses (besides 1xx, and any HEAD) whose responses carry no body to check a length against.
 _BODILESS_STATUSES = frozenset({204, 304})
-_SCAN_CHUNK = 1 << 20
 _HOST_UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
 
 
@@ -85,6 +83,15 @@ class FetchRecord:
     truncated: str | None = None
 
 
+@dataclass(slots=True, frozen=True)
+class WarcLocation:
+    """Where a record lies: what pages.parquet and a CDXJ index carry to read it back with one seek."""
+
+    filename: str
+    offset: int
+    length: int
+
+
 def _response_headers(rec: FetchRecord) -> list[tuple[str, str]]:
     """Make the header block describe the stored payload; originals survive as X-Crawler-*."""
     actual = str(len(rec.payload))
@@ -130,6 +137,7 @@ class WarcWriter:
         warcinfo: dict[str, str] | None = None,
         record_id_factory: Callable[[], str] | None = None,
         clock: Callable[[], datetime] | None = None,
+        on_finished: Callable[[Path], None] | None = None,
     ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -142,6 +150,7 @@ class WarcWriter:
                 raise ValueError(f"warcinfo field {key!r} would break the record")
         self._new_id = record_id_factory or _new_record_id
         self._clock = clock or _utc_now
+        self.on_finished = on_finished  # called with each file once it has its final name (CDXJ index)
         self._finished: list[Path] = []
         self._current: Path | None = None
         self._fh: BinaryIO | None = None
@@ -149,6 +158,7 @@ class WarcWriter:
         self._warcinfo_id = ""
         self._serial = self._next_free_serial()
         self._closed = False
+        self.last_response: WarcLocation | None = None  # of the latest write_fetch
 
     @property
     def files(self) -> list[Path]:
@@ -175,7 +185,10 @@ class WarcWriter:
             ip_address=rec.ip_address,
             truncated=rec.truncated,
         )
+        assert self._fh is not None and self._current is not None
+        offset = self._fh.tell()
         self._write("response", warc_headers, http_headers, rec.payload)
+        self.last_response = WarcLocation(self._current.name, offset, self._fh.tell() - offset)
         target, host = _request_target_and_host(url)
         req_headers = list(rec.request_headers)
         if not any(name.lower() == "host" for name, _ in req_headers):
@@ -296,7 +309,7 @@ class WarcWriter:
         )
         self._serial += 1
         self._current = self.directory / name
-        self._fh = open(_open_path(self._current), "xb")  # noqa: SIM115 - lives across calls
+        self._fh = open(open_path(self._current), "xb")  # noqa: SIM115 - lives across calls
         self._warc = WARCWriter(self._fh, gzip=True, warc_version=WARC_VERSION)
         self._warcinfo_id = self._new_id()
         fields = {
@@ -323,8 +336,10 @@ class WarcWriter:
         self._fh.close()
         self._fh = None
         self._warc = None
-        _publish(_open_path(self._current), self._current)
+        publish(open_path(self._current), self._current)
         self._finished.append(self._current)
+        if self.on_finished is not None:
+            self.on_finished(self._current)
         self._current = None
 
     def _next_free_serial(self) -> int:
@@ -341,74 +356,3 @@ def _default_reason(status: int) -> str:
         return http.HTTPStatus(status).phrase
     except ValueError:
         return ""
-
-
-def _open_path(final: Path) -> Path:
-    return final.with_name(final.name + OPEN_SUFFIX)
-
-
-def _publish(open_path: Path, final: Path) -> None:
-    if final.exists():
-        raise FileExistsError(f"{final} already exists; refusing to overwrite a finished WARC")
-    open_path.rename(final)
-
-
-def _complete_prefix(fh: BinaryIO) -> int:
-    """Byte offset just past the last gzip member that ends with its trailer (a whole record)."""
-    good_end = 0
-    pos = 0  # file offset of the first byte of `pending`
-    decomp = zlib.decompressobj(zlib.MAX_WBITS | 16)
-    pending = b""
-    while True:
-        if not pending:
-            pending = fh.read(_SCAN_CHUNK)
-            if not pending:
-                return good_end
-        data = pending
-        try:
-            # Bounded output: a highly compressible member must not be inflated into memory at once.
-            while data and not decomp.eof:
-                decomp.decompress(data, _SCAN_CHUNK)
-                data = decomp.unconsumed_tail
-        except zlib.error:
-            return good_end
-        if decomp.eof:
-            good_end = pos + len(pending) - len(decomp.unused_data)
-            pos, pending = good_end, decomp.unused_data
-            decomp = zlib.decompressobj(zlib.MAX_WBITS | 16)
-        else:
-            pos += len(pending)
-            pending = b""
-
-
-def _count_records(path: Path) -> int:
-    """Read every record through warcio with digests checked, so a kept file is a valid archive."""
-    count = 0
-    with path.open("rb") as fh:
-        for record in ArchiveIterator(fh, check_digests=True):
-            while record.raw_stream.read(_SCAN_CHUNK):  # raw: a cut gzip body must not fail here
-                pass
-            if record.digest_checker.passed is False:
-                raise ValueError(f"{path}: digest mismatch in record {count}")
-            count += 1
-    return count
-
-
-def recover_open_files(directory: Path) -> dict[Path, int]:
-    """Finish files a crash left as *.open: cut to the last whole record, rename, count kept."""
-    recovered: dict[Path, int] = {}
-    for open_path in sorted(Path(directory).glob(f"*.warc.gz{OPEN_SUFFIX}")):
-        final = open_path.with_name(open_path.name[: -len(OPEN_SUFFIX)])
-        with open_path.open("r+b") as fh:
-            end = _complete_prefix(fh)
-            fh.truncate(end)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if end == 0:
-            # Not even the warcinfo survived: nothing worth keeping.
-            open_path.unlink()
-            recovered[final] = 0
-            continue
-        _publish(open_path, final)
-        recovered[final] = _count_records(final)
-    return recovered

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 from datetime import UTC, datetime
 from http import HTTPStatus
 from pathlib import Path
@@ -13,6 +14,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from crawler import __version__
 from crawler.warc import FetchRecord, WarcWriter
+from crawler.warc_files import write_cdxj
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from scrapy.http import Headers, Response
 
 WARC_ID_META = "hostcrawl_warc_id"
+WARC_LOCATION_META = "hostcrawl_warc_location"  # the response record's warc_filename/offset/length
 FETCHED_AT_META = "hostcrawl_fetched_at"
 
 
@@ -54,6 +57,7 @@ class WarcCaptureMiddleware:
         settings = crawler.settings
         run_dir = Path(settings["HOSTCRAWL_RUN_DIR"])
         self.stats = crawler.stats
+        self.indexing: list[threading.Thread] = []
         self.writer = WarcWriter(
             run_dir / "warc",
             prefix="hostcrawl",
@@ -67,6 +71,7 @@ class WarcCaptureMiddleware:
                 "robots": "obey" if settings.getbool("ROBOTSTXT_OBEY") else "ignore",
                 "isPartOf": run_dir.name,
             },
+            on_finished=self._index,
         )
         crawler.signals.connect(self.close, signal=signals.spider_closed)
 
@@ -96,6 +101,12 @@ class WarcCaptureMiddleware:
         if record.truncated == "disconnect":
             self.stats.inc_value("fetch/truncated/disconnect")
         request.meta[WARC_ID_META] = self.writer.write_fetch(record)
+        if (where := self.writer.last_response) is not None:
+            request.meta[WARC_LOCATION_META] = {
+                "warc_filename": where.filename,
+                "warc_offset": where.offset,
+                "warc_length": where.length,
+            }
         self.stats.inc_value("warc/records/response")
         return response
 
@@ -106,6 +117,15 @@ class WarcCaptureMiddleware:
         self.writer.write_metadata(url, response_id, data)
         self.stats.inc_value("warc/records/metadata")
 
+    def _index(self, warc: Path) -> None:
+        """CDXJ beside each finished WARC, off the reactor: a rotated file is indexed while crawling on."""
+        thread = threading.Thread(target=write_cdxj, args=(warc,), name=f"cdxj {warc.name}")
+        thread.start()
+        self.indexing.append(thread)
+        self.stats.inc_value("warc/cdxj_files")
+
     def close(self) -> None:
         self.writer.close()
+        for thread in self.indexing:
+            thread.join()
         self.stats.set_value("warc/files", len(self.writer.files))
