@@ -220,9 +220,27 @@ def resolve_inputs(args: argparse.Namespace) -> Inputs:
     return inputs
 
 
+def check_not_empty(name: str, inputs: Inputs) -> None:
+    """A study of no pages would print a report of nothing (or fail inside a plot): say so instead."""
+    import pyarrow.parquet as pq
+
+    from analytics.schema import parquet_files
+
+    if "pages" not in NEEDS[name] or inputs.pages is None:
+        return
+    try:
+        rows = sum(pq.ParquetFile(path).metadata.num_rows for path in parquet_files(inputs.pages))
+    except OSError as exc:
+        raise InputError(f"{inputs.pages}: not a readable parquet file ({exc})") from None
+    if rows == 0:
+        raise InputError(f"{inputs.pages}: the pages table has no rows; there is nothing to study")
+
+
 def run_study(name: str, inputs: Inputs, out_root: Path, args: argparse.Namespace) -> None:
     from analytics import db
     from analytics.studies import coverage, depth, icc, ksample, language, yieldsim
+
+    check_not_empty(name, inputs)
 
     spill = out_root / ".duckdb-tmp"
     con = db.connect(spill)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -68,7 +69,8 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _err(message: str) -> None:
-    Console(stderr=True).print(f"[red]error:[/] {escape(message)}", highlight=False)
+    """One plain line (no markup, no wrapping)."""
+    print(f"error: {' '.join(message.split())}", file=sys.stderr, flush=True)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -154,12 +156,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.cleaner not in CLEANERS:
         _err(f"unknown cleaner {args.cleaner!r}; known: {', '.join(sorted(CLEANERS))}")
         return EXIT_USAGE
+    if args.limit < 0:
+        _err(f"--limit {args.limit}: must be 0 (all pages) or more")
+        return EXIT_USAGE
     loaded = _load(args.data, args.limit, args.gate_subset)
     if loaded is None:
+        return EXIT_USAGE
+    if args.predictions is not None and (problem := _unwritable(args.predictions)):
+        _err(f"--predictions {args.predictions}: {problem}")
         return EXIT_USAGE
     try:
         report = _run_eval(args.data, args.cleaner, loaded[0], args.predictions)
     except DatasetError as exc:
+        if args.predictions is not None:
+            args.predictions.unlink(missing_ok=True)  # no half-written predictions
         _err(str(exc))
         return EXIT_USAGE
     except (ImportError, FileNotFoundError) as exc:
@@ -170,6 +180,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
     else:
         _print_report(report)
     return EXIT_OK
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why `path` cannot be written, found without creating it."""
+    if path.is_dir():
+        return "is a directory"
+    parent = next((p for p in path.parents if p.exists()), Path("."))
+    if not parent.is_dir():
+        return f"{parent} is a file, not a folder"
+    if parent != path.parent:
+        return f"folder {path.parent} does not exist"
+    if not os.access(parent, os.W_OK):
+        return f"folder {parent} is not writable"
+    return None
 
 
 def cmd_gate(args: argparse.Namespace) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -64,7 +65,13 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from cleaner.quality.train import LabelledDataError, TrainConfig, read_labelled, train_classifier
+    from cleaner.quality.train import (
+        LabelledDataError,
+        TrainConfig,
+        TrainingDiverged,
+        read_labelled,
+        train_classifier,
+    )
 
     console = Console(stderr=True)
     if not 0.0 <= args.holdout < 1.0:
@@ -84,8 +91,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         examples = read_labelled(args.data, args.text_field, args.label_field)
         with console.status(f"training on {len(examples)} documents"):
             report = train_classifier(examples, args.out, config, args.positive_label)
-    except LabelledDataError as exc:
-        console.print(f"[red]error:[/] {exc}", highlight=False)
+    except (LabelledDataError, TrainingDiverged) as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)
         return EXIT_USAGE
     out = Console()
     out.print(

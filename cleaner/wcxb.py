@@ -63,6 +63,8 @@ def _read_json(path: Path) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise DatasetError(f"{path}: missing") from exc
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read ({exc.strerror})") from exc
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
     if not isinstance(data, dict):
@@ -71,11 +73,18 @@ def _read_json(path: Path) -> dict:
 
 
 def page_ids(root: Path) -> list[str]:
-    """Ids listed in metadata.json that have an html file, sorted."""
+    """Ids listed in metadata.json, sorted; a listed page without its html file is an error."""
+    if not root.is_dir():
+        raise DatasetError(
+            f"{root}: not a folder ({'no such file or folder' if not root.exists() else 'a file'})"
+        )
     files = _read_json(root / "metadata.json").get("files")
     if not isinstance(files, dict):
         raise DatasetError(f"{root / 'metadata.json'}: no 'files' object")
-    return sorted(i for i in files if (root / "html" / f"{i}.html.gz").is_file())
+    for file_id in sorted(files):
+        if not (root / "html" / f"{file_id}.html.gz").is_file():
+            raise DatasetError(f"{root / 'html' / f'{file_id}.html.gz'}: missing (listed in metadata.json)")
+    return sorted(files)
 
 
 def iter_pages(root: Path, ids: list[str] | None = None) -> Iterator[TruthPage]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -49,6 +50,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "file", type=Path, help="<release>-host-ranks.txt.gz or <release>-domain-ranks.txt.gz"
     )
     ingest.add_argument("--out", type=Path, required=True, help="parquet file to write")
+    ingest.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     ingest.add_argument("--release", help="release name (default: from the file name)")
     ingest.add_argument(
         "--total-rows", type=int, help="hosts in the release, when FILE is a sample (default: FILE's rows)"
@@ -107,6 +109,22 @@ def _add_skip(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _error(message: str) -> None:
+    """One plain line (no markup, no wrapping): what went wrong and with which file."""
+    print(f"error: {' '.join(message.split())}", file=sys.stderr, flush=True)
+
+
+def _out_file_problem(path: Path, force: bool) -> str | None:
+    if path.is_dir():
+        return f"--out {path}: is a directory; give a parquet file name"
+    if path.exists() and not force:
+        return f"--out {path}: exists; pass --force to overwrite it"
+    parent = next((p for p in path.parents if p.exists()), Path("."))
+    if not parent.is_dir():
+        return f"--out {path}: {parent} is a file, not a folder"
+    return None
+
+
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help()
     return EXIT_USAGE
@@ -136,13 +154,19 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from graph.tsv import BadInputError
 
     console = Console(stderr=True)
+    if problem := _out_file_problem(args.out, args.force):
+        _error(problem)
+        return EXIT_USAGE
     try:
         with _rows_progress(console, f"ingesting {args.file.name}") as progress:
             result = ingest_ranks(
                 args.file, args.out, args.release, args.skip_bad_lines, progress, args.total_rows
             )
     except BadInputError as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        _error(str(exc))
+        return EXIT_USAGE
+    except OSError as exc:
+        _error(f"--out {args.out}: cannot write ({exc.strerror or exc})")
         return EXIT_USAGE
     rate = result.rows / result.seconds if result.seconds else 0.0
     console.print(
@@ -163,17 +187,29 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_parts(args: argparse.Namespace) -> int:
+    import polars as pl
+
     from graph.tsv import BadInputError
     from graph.webgraph import ingest_edges, ingest_vertices, resolve_parts
 
     console = Console(stderr=True)
     ingest = ingest_vertices if args.kind == "vertices" else ingest_edges
+    if args.out.exists() and not args.out.is_dir():
+        _error(f"--out {args.out}: exists and is not a folder")
+        return EXIT_USAGE
+    created = not args.out.exists()
     try:
         parts = resolve_parts(args.inputs, args.base)
         with _rows_progress(console, f"ingesting {len(parts)} {args.kind} part(s)") as progress:
             result = ingest(parts, args.out, args.skip_bad_lines, progress)
-    except (BadInputError, ValueError, OSError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+    except (BadInputError, ValueError, OSError, pl.exceptions.PolarsError) as exc:
+        if created:  # a folder this run made holds nothing worth keeping
+            shutil.rmtree(args.out, ignore_errors=True)
+        if isinstance(exc, pl.exceptions.PolarsError):
+            what = "id<TAB>rev_host" if args.kind == "vertices" else "from_id<TAB>to_id"
+            _error(f"{' '.join(map(str, args.inputs))}: not a web-graph {args.kind} file ({what} per line)")
+        else:
+            _error(str(exc))
         return EXIT_USAGE
     resumed = f" ({result.resumed} already done)" if result.resumed else ""
     console.print(
@@ -204,20 +240,18 @@ def cmd_subgraph(args: argparse.Namespace) -> int:
     try:
         seeds = [host_from_url(s) if "://" in s else normalize_host(s) for s in _read_seeds(args)]
     except (HostNameError, OSError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        _error(str(exc))
         return EXIT_USAGE
     if not seeds:
-        console.print("[red]error:[/] give seed hosts with --seed or --seeds", soft_wrap=True)
+        _error("give seed hosts with --seed or --seeds")
         return EXIT_USAGE
     try:
         result = extract_subgraph(args.vertices, args.edges, seeds, args.out, args.hops, args.direction)
     except (ValueError, OSError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        _error(str(exc))
         return EXIT_USAGE
     except Exception as exc:  # DuckDB errors on unreadable parquet carry no common base we can name
-        console.print(
-            f"[red]error:[/] {type(exc).__name__}: {escape(str(exc))}", highlight=False, soft_wrap=True
-        )
+        _error(f"{type(exc).__name__}: {exc}")
         return EXIT_FAILED
     console.print(
         f"subgraph: {result.vertices:,} hosts, {result.edges:,} links within {args.hops} hop(s) "
@@ -237,10 +271,10 @@ def cmd_rank(args: argparse.Namespace) -> int:
     try:
         graph = load_links(args.links) if args.links else load_graph_dir(args.graph)
     except (ValueError, OSError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        _error(str(exc))
         return EXIT_USAGE
     if not graph.hosts:
-        console.print("[red]error:[/] no host-to-host links found")
+        _error("no host-to-host links found")
         return EXIT_FAILED
     with console.status(f"ranking {len(graph.hosts):,} hosts, {len(graph.edges.src):,} links"):
         result = rank_graph(graph, args.out, args.release, args.hc)

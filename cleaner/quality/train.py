@@ -24,6 +24,13 @@ from cleaner.quality.fasttext_scorer import FASTTEXT_INSTALL, join_lines, with_p
 # A model evaluated on fewer held-out documents than this per label says nothing; warn instead.
 MIN_HELDOUT_PER_LABEL = 5
 NAN_RETRIES = 5
+# Below this many hash rows, n-grams pile onto a few rows and fastText diverges (NaN at --bucket 10
+# on a 400-document set; 100 and more trained).
+MIN_SAFE_BUCKET = 10_000
+
+
+class TrainingDiverged(ValueError):
+    """fastText kept hitting NaN; the message names the flag to change."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,13 +172,20 @@ def fit_supervised(params: dict[str, Any], out: Path, quantize: bool = False) ->
                 if "NaN" not in str(exc):
                     raise
                 if attempt == NAN_RETRIES:
-                    message = (
-                        f"fastText training hit NaN {attempt} times; try an --lr below {params.get('lr')}"
-                    )
-                    raise RuntimeError(message) from exc
+                    raise TrainingDiverged(_divergence_cause(params, attempt)) from exc
                 continue
         return load_fasttext_model(out)
     raise AssertionError("unreachable")
+
+
+def _divergence_cause(params: dict[str, Any], attempts: int) -> str:
+    bucket = params.get("bucket", 0)
+    if params.get("wordNgrams", 1) > 1 and 0 < bucket < MIN_SAFE_BUCKET:
+        return (
+            f"fastText training hit NaN {attempts} times: --bucket {bucket} is too small (every word "
+            f"n-gram shares one of {bucket} hash rows); use --bucket {MIN_SAFE_BUCKET:,} or more"
+        )
+    return f"fastText training hit NaN {attempts} times; try an --lr below {params.get('lr')}"
 
 
 def evaluate(model: object, heldout: Sequence[tuple[str, str]], positive_label: str | None) -> TrainReport:

@@ -6,7 +6,9 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,14 +48,54 @@ def register_cli(subparsers: Any) -> None:
     add_serve_parser(inner)
 
 
+class ServeError(ValueError):
+    """A flag or file `testweb serve` cannot use; the message names it."""
+
+
 def config_from_args(args: argparse.Namespace) -> TestWebConfig:
+    if args.hosts is not None and args.hosts < 1:
+        raise ServeError(f"--hosts {args.hosts}: a test web needs at least 1 host")
     base: dict[str, Any] = {}
     if args.config:
-        base = json.loads(Path(args.config).read_text(encoding="utf-8"))
+        try:
+            base = json.loads(Path(args.config).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ServeError(f"--config {args.config}: cannot read ({exc.strerror})") from None
+        except json.JSONDecodeError as exc:
+            raise ServeError(f"{args.config}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+        if not isinstance(base, dict):
+            raise ServeError(f"{args.config}: expected a JSON object (a testweb-config.json)")
     for flag, name in (("hosts", "n_hosts"), ("seed", "seed"), ("hostile_share", "hostile_share")):
         if getattr(args, flag) is not None:
             base[name] = getattr(args, flag)
-    return TestWebConfig.from_dict(base)
+    try:
+        return TestWebConfig.from_dict(base)
+    except (TypeError, ValueError) as exc:
+        raise ServeError(f"{args.config or 'options'}: {exc}") from None
+
+
+def check_port(bind: str, port: int) -> None:
+    """Fail before writing the ground truth when the port is taken."""
+    if port == 0:
+        return
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in bind else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((bind, port))
+    except OSError as exc:
+        raise ServeError(f"--port {port}: cannot listen on {bind}:{port} ({exc.strerror})") from None
+
+
+def make_out_dir(out: Path) -> bool:
+    """Create --out; True when this call created it (so a failed start can take it away again)."""
+    if out.exists() and not out.is_dir():
+        raise ServeError(f"--out {out}: exists and is not a folder")
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ServeError(f"--out {out}: cannot create ({exc.strerror})") from None
+    return created
 
 
 async def serve(cfg: TestWebConfig, out: Path, bind: str, port: int, ready: Path | None) -> None:
@@ -80,9 +122,22 @@ async def serve(cfg: TestWebConfig, out: Path, bind: str, port: int, ready: Path
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    cfg = config_from_args(args)
+    out = Path(args.out)
+    try:
+        cfg = config_from_args(args)
+        check_port(args.bind, args.port)
+        created = make_out_dir(out)
+    except ServeError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 2
     ready = Path(args.ready_file) if args.ready_file else None
-    asyncio.run(serve(cfg, Path(args.out), args.bind, args.port, ready))
+    try:
+        asyncio.run(serve(cfg, out, args.bind, args.port, ready))
+    except OSError as exc:  # the port was taken between the check and the start
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        print(f"error: --port {args.port}: cannot listen on {args.bind} ({exc.strerror})", file=sys.stderr)
+        return 2
     return 0
 
 
