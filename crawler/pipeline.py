@@ -9,6 +9,7 @@ import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+DOC_SOURCE = "hostcrawl"  # dolma's `source` field of every curated document
 
 def doc_id(url: str) -> str:
     return hashlib.sha1(url.encode("utf-8")).hexdigest()[:20]
@@ -217,20 +219,30 @@ class CleanScoreStorePipeline:
         self._write_metadata(item, row, result.text)
 
     def _doc(self, item: dict[str, Any], result: PageResult) -> dict[str, Any]:
+        """A curated page as datatrove and dolma read it: id, text, dolma's source/added/created, and
+        everything else under metadata."""
         return {
             "id": doc_id(item["url"]),
-            "url": item["url"],
-            "host": item["host"],
-            "title": result.title,
-            "language": result.language,
             "text": result.markdown or result.text,
-            "scores": result.scores,
-            "cleaner": result.cleaner,
-            "classifiers": list(self.scorers),
-            "policy": item["policy"],
-            "fetched_at": item["fetched_at"],
-            "warc_record_id": item["warc_record_id"],
-            "hostcrawl": __version__,
+            "source": DOC_SOURCE,
+            "added": datetime.now(UTC).isoformat(timespec="seconds"),
+            "created": item["fetched_at"],
+            "metadata": {
+                "url": item["url"],
+                "host": item["host"],
+                "title": result.title,
+                "language": result.language,
+                "scores": result.scores,
+                "cleaner": result.cleaner,
+                "classifiers": list(self.scorers),
+                "policy": item["policy"],
+                "fetched_at": item["fetched_at"],
+                "warc_record_id": item["warc_record_id"],
+                "warc_filename": item.get("warc_filename"),
+                "warc_offset": item.get("warc_offset"),
+                "warc_length": item.get("warc_length"),
+                "hostcrawl": __version__,
+            },
         }
 
     def _write_metadata(self, item: dict[str, Any], row: dict[str, Any], text: str | None) -> None:

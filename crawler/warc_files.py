@@ -7,8 +7,10 @@ warcio read the record back without scanning the file.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import sys
 import zlib
 from collections.abc import Iterator
 from io import BytesIO
@@ -129,3 +131,38 @@ def recover_open_files(directory: Path) -> dict[Path, int]:
         recovered[final] = _count_records(final)
         write_cdxj(final)
     return recovered
+
+
+def add_index_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "index",
+        help="write the CDXJ index beside every WARC file of a run (for runs made before indexes)",
+        description="Index each finished RUN/warc/*.warc.gz into a CDXJ file beside it (what pywb and "
+        "cdx_toolkit read). New crawls write their indexes themselves; existing indexes are rewritten.",
+    )
+    p.add_argument("run", type=Path, metavar="RUN", help="a run directory (or a folder of WARC files)")
+    p.set_defaults(func=cmd_index)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from crawler.config import ConfigError
+
+    run: Path = args.run
+    if not run.is_dir():
+        raise ConfigError(f"{run}: not a run directory")
+    folder = run / "warc" if (run / "warc").is_dir() else run
+    warcs = sorted(folder.glob(f"*{WARC_SUFFIX}"))
+    if not warcs:
+        raise ConfigError(f"{folder}: no *{WARC_SUFFIX} files to index")
+    records = 0
+    for warc in warcs:
+        index = write_cdxj(warc)
+        with index.open(encoding="utf-8") as fh:
+            records += sum(1 for _ in fh)
+    unfinished = len(list(folder.glob(f"*{OPEN_SUFFIX}")))
+    note = f"; {unfinished} unfinished *.open file(s) left for `crawl --resume`" if unfinished else ""
+    print(
+        f"indexed {len(warcs)} WARC file(s), {records} records -> {folder}/*{CDXJ_SUFFIX}{note}",
+        file=sys.stderr,
+    )
+    return 0

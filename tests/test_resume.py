@@ -23,6 +23,7 @@ from warcio.checker import Checker
 from crawler.audit import audit_test_web
 from crawler.sinks import PAGES_SPOOL, read_text_shards
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
+from crawler.warc_files import cdxj_path
 from scheduler.urls import TrapGuard, canonical, fingerprint
 
 pytestmark = pytest.mark.slow
@@ -93,9 +94,11 @@ def test_crawl_killed_three_times_resumes_without_losing_anything(tmp_path: Path
         )
     assert final.returncode == 0, final.stderr[-3000:]
 
-    # every WARC file is closed, complete and valid
-    warcs = sorted((run / "warc").glob("*"))
-    assert warcs and all(p.name.endswith(".warc.gz") for p in warcs), [p.name for p in warcs]
+    # every WARC file is closed, complete, valid and indexed (a CDXJ file beside it, nothing else)
+    files = sorted((run / "warc").glob("*"))
+    warcs = [p for p in files if p.name.endswith(".warc.gz")]
+    expected = {name for p in warcs for name in (p.name, cdxj_path(p).name)}
+    assert warcs and {p.name for p in files} == expected, [p.name for p in files]
     checker = Checker(cmd=type("Args", (), {"inputs": [str(p) for p in warcs], "verbose": False}))
     assert checker.process_all() == 0
 
