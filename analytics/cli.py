@@ -77,7 +77,9 @@ def _study_parsers(sub: Any) -> None:
         )
         _inputs_args(p)
         if name in ("icc", "all"):
-            p.add_argument("--min-pages", type=int, nargs="+", default=[3, 5, 10], help="ICC host thresholds")
+            p.add_argument(
+                "--min-pages", type=int, nargs="+", default=[3, 5, 10], help="ICC host thresholds (3 5 10)"
+            )
         if name in ("ksample", "all"):
             p.add_argument("--max-k", type=int, default=20, help="largest sample size (20)")
             p.add_argument("--min-rest", type=int, default=1, help="pages a host needs beyond the sample (1)")
@@ -87,7 +89,9 @@ def _study_parsers(sub: Any) -> None:
             p.add_argument("--sample-pages", type=int, default=3, help="probe size of sample-then-deepen (3)")
         if name in ("coverage", "all"):
             p.add_argument(
-                "--quality", default="gneissweb_education", help="density column or SQL expression"
+                "--quality",
+                default="gneissweb_education",
+                help="density column or SQL expression (%(default)s)",
             )
             p.add_argument("--crawl", help="crawl partition, e.g. CC-MAIN-2024-10 (needed if several)")
         if name in ("language", "all"):
@@ -141,7 +145,7 @@ def _synth_parser(sub: Any) -> None:
         help="host-index rows known only from links, per crawled host (1.0)",
     )
     p.add_argument("--crawl", default=d.crawl, help=f"crawl partition name ({d.crawl})")
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--seed", type=int, default=d.seed, help="random seed (%(default)s)")
     p.set_defaults(func=cmd_synth)
 
 

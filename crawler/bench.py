@@ -36,14 +36,20 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
         "grades every fetched page with the test web's ground truth.",
     )
     p.add_argument("--hosts", type=int, default=2000, help="virtual hosts (2000, about 100k pages)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--budget-share", type=float, default=0.10, help="budget as share of all pages")
-    p.add_argument("--policies", default=",".join(POLICIES), help="comma-separated policies")
+    p.add_argument("--seed", type=int, default=0, help="test web seed (%(default)s)")
+    p.add_argument(
+        "--budget-share", type=float, default=0.10, help="budget as share of all pages (%(default)s)"
+    )
+    p.add_argument(
+        "--policies", default=",".join(POLICIES), help="comma-separated policies (all: %(default)s)"
+    )
     p.add_argument("--no-rate-baseline", action="store_true", help="skip the Scrapy scheduler run")
     p.add_argument(
         "--concurrency", type=int, default=32, help="requests in flight per crawl and per curve replay (32)"
     )
-    p.add_argument("--out", type=Path, default=Path("runs/bench-yield"), help="working directory")
+    p.add_argument(
+        "--out", type=Path, default=Path("runs/bench-yield"), help="working directory (%(default)s)"
+    )
     p.add_argument("--json", type=Path, help="write {policy: {hq, fetched, hq_per_fetch}} here")
     p.add_argument(
         "--curve-shares",

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from crawler import __version__
 from crawler.config import (
+    DEFAULT_CONTACT_URL,
     POLICY_NAMES,
     ConfigError,
     CrawlConfig,
@@ -62,8 +63,10 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--concurrency", type=int, help="requests in flight over all hosts (32)")
     p.add_argument("--timeout", type=float, help="download timeout in seconds (30)")
     p.add_argument("--user-agent", help="product token, e.g. mybot/1.0 (default hostcrawl/VER)")
-    p.add_argument("--contact", help="URL or mailto: where site owners can reach you")
-    p.add_argument("--proxy", help="send every request through this HTTP proxy")
+    p.add_argument(
+        "--contact", help=f"URL or mailto: where site owners can reach you (default {DEFAULT_CONTACT_URL})"
+    )
+    p.add_argument("--proxy", help="send every request through this HTTP proxy (default: none)")
     p.add_argument(
         "--allow-private",
         action="store_true",

@@ -75,7 +75,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     subgraph.add_argument("--seeds", type=Path, help="file with one seed host per line ('#' comments)")
     subgraph.add_argument("--hops", type=int, default=1, help="link distance from the seeds (1)")
     subgraph.add_argument(
-        "--direction", choices=("out", "in", "both"), default="both", help="links to follow"
+        "--direction", choices=("out", "in", "both"), default="both", help="links to follow (%(default)s)"
     )
     subgraph.add_argument(
         "--out", type=Path, required=True, help="folder for vertices.parquet + edges.parquet"
@@ -95,7 +95,10 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     )
     rank.add_argument("--release", default="crawl", help="name written in the release column (crawl)")
     rank.add_argument(
-        "--hc", choices=("auto", "exact", "hyperball"), default="auto", help="harmonic centrality method"
+        "--hc",
+        choices=("auto", "exact", "hyperball"),
+        default="auto",
+        help="harmonic centrality method (%(default)s)",
     )
     rank.set_defaults(func=cmd_rank)
     parser.set_defaults(func=lambda args: _usage(parser))

@@ -19,6 +19,8 @@ import polars as pl
 import pytest
 from hostcrawl_cli import hostcrawl
 
+from crawler.cli import why_nothing
+from crawler.config import ConfigError, check_seed, load_seeds
 from crawler.warc import FetchRecord, WarcWriter
 
 UNWRITABLE = "/proc/hostcrawl-no-such-dir/out"  # cannot be created, even by root
@@ -351,3 +353,23 @@ def test_config_error_keeps_its_section_name_on_one_line(tmp_path: Path) -> None
     assert result.returncode == 2
     assert len(lines) == 1
     assert f"{config}:3: unknown key 'min_dely' in [politeness]" in lines[0]
+
+
+def test_seeds_file_with_a_byte_order_mark_reads_its_first_line(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_bytes("\ufeffhttp://a.example/\nhttp://b.example/\n".encode())
+    assert load_seeds(seeds) == ["http://a.example/", "http://b.example/"]
+
+
+@pytest.mark.parametrize(
+    "url", ["http://exa mple.com/", "http://[::1/", "http://a.example:99999/", "http://a..b/"]
+)
+def test_malformed_seed_urls_are_refused(url: str) -> None:
+    with pytest.raises(ConfigError, match="not an absolute http"):
+        check_seed(url, "seeds.txt:1")
+
+
+def test_a_crawl_that_fetched_nothing_says_why() -> None:
+    stats = {"fetch/refused/loopback": 1, "fetch/failed/private_address": 1, "response_received_count": 0}
+    why = why_nothing(stats)
+    assert "fetch/refused/loopback 1" in why and "--allow-private" in why

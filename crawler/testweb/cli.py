@@ -31,10 +31,12 @@ def add_serve_parser(subparsers: Any, name: str = "serve") -> argparse.ArgumentP
     )
     p.add_argument("--hosts", type=int, default=None, help="number of virtual hosts (default 500)")
     p.add_argument("--seed", type=int, default=None, help="random seed (default 0)")
-    p.add_argument("--hostile-share", type=float, default=None, help="share of hostile hosts")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on (0: any free)")
-    p.add_argument("--bind", default="127.0.0.1", help="address to listen on")
-    p.add_argument("--out", default=DEFAULT_OUT, help="folder for ground truth and request log")
+    p.add_argument("--hostile-share", type=float, default=None, help="share of hostile hosts (default 0.05)")
+    p.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="port to listen on (%(default)s; 0: any free)"
+    )
+    p.add_argument("--bind", default="127.0.0.1", help="address to listen on (%(default)s)")
+    p.add_argument("--out", default=DEFAULT_OUT, help="folder for ground truth and request log (%(default)s)")
     p.add_argument("--config", default=None, help="a testweb-config.json to start from")
     p.add_argument("--ready-file", default=None, help="write {port, pid} here once listening")
     p.set_defaults(func=run_serve)
