@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
 import socket
 import subprocess
 import sys
@@ -373,3 +374,20 @@ def test_a_crawl_that_fetched_nothing_says_why() -> None:
     stats = {"fetch/refused/loopback": 1, "fetch/failed/private_address": 1, "response_received_count": 0}
     why = why_nothing(stats)
     assert "fetch/refused/loopback 1" in why and "--allow-private" in why
+
+
+def test_classifier_train_blames_a_tiny_bucket_not_the_learning_rate(tmp_path: Path) -> None:
+    rng = random.Random(0)
+    words = [f"w{i}" for i in range(300)]
+    with (tmp_path / "labelled.jsonl").open("w") as fh:
+        for i in range(400):
+            label, vocab = ("good", words[:200]) if i % 2 else ("bad", words[100:])
+            fh.write(
+                json.dumps({"text": " ".join(rng.choice(vocab) for _ in range(50)), "label": label}) + "\n"
+            )
+    args = ["classifier", "train", "--data", "labelled.jsonl", "--out", "m.bin", "--bucket", "10"]
+    result = hostcrawl(*args, cwd=tmp_path)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert len(lines) == 1 and "--bucket 10 is too small" in lines[0], result.stderr
+    assert not (tmp_path / "m.bin").exists()
