@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 DOC_SOURCE = "hostcrawl"  # dolma's `source` field of every curated document
 
+
 def doc_id(url: str) -> str:
     return hashlib.sha1(url.encode("utf-8")).hexdigest()[:20]
 

@@ -109,7 +109,7 @@ def test_crawl_killed_three_times_resumes_without_losing_anything(tmp_path: Path
 
     # every curated page is in text/ exactly once, and text/ holds nothing else
     curated = pages.filter(pl.col("curated").fill_null(False))
-    doc_ids = [d["warc_record_id"] for d in docs]
+    doc_ids = [d["metadata"]["warc_record_id"] for d in docs]
     assert len(doc_ids) == len(set(doc_ids)), "a document is in text/ twice"
     assert set(doc_ids) == set(curated["warc_record_id"].to_list())
     assert len(docs) == curated.height
