@@ -15,6 +15,8 @@ def failure_reason(exc: BaseException) -> str:
     """A short, stable reason for stats and pages.parquet (e.g. `timeout`, `redirect_loop`)."""
     message = str(exc)
     if isinstance(exc, IgnoreRequest):
+        if "robots.txt unavailable" in message:  # not fetched (DNS, timeout, 5xx): not a refusal by the host
+            return "robots_unavailable"
         if "robots.txt" in message:
             return "robots_forbidden"
         if "redirections" in message:

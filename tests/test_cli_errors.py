@@ -19,9 +19,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 from hostcrawl_cli import hostcrawl
+from scrapy.exceptions import IgnoreRequest
 
 from crawler.cli import why_nothing
 from crawler.config import ConfigError, check_seed, load_seeds
+from crawler.failures import failure_reason
+from crawler.tables import with_outcome
 from crawler.warc import FetchRecord, WarcWriter
 
 UNWRITABLE = "/proc/hostcrawl-no-such-dir/out"  # cannot be created, even by root
@@ -391,3 +394,16 @@ def test_classifier_train_blames_a_tiny_bucket_not_the_learning_rate(tmp_path: P
     assert result.returncode == 2, result.stderr[-2000:]
     assert len(lines) == 1 and "--bucket 10 is too small" in lines[0], result.stderr
     assert not (tmp_path / "m.bin").exists()
+
+
+def test_an_unreachable_robots_txt_is_not_recorded_as_a_refusal_by_the_host() -> None:
+    unavailable = failure_reason(IgnoreRequest("robots.txt unavailable: Forbidden by robots.txt for now"))
+    forbidden = failure_reason(IgnoreRequest("Forbidden by robots.txt"))
+    assert (unavailable, forbidden) == ("robots_unavailable", "robots_forbidden")
+    rows = pl.DataFrame(
+        {"status": [None, None, 200], "error": [unavailable, forbidden, "sitemap"]},
+        schema={"status": pl.Int32, "error": pl.String},
+    )
+    outcome = with_outcome(rows)
+    assert outcome["outcome"].to_list() == ["failed", "robots_refused", "fetched"]
+    assert outcome["kind"].to_list() == [None, None, "sitemap"] and outcome["error"][2] is None
