@@ -22,7 +22,6 @@ from hostcrawl_cli import hostcrawl
 from scrapy.exceptions import IgnoreRequest
 
 from crawler.cli import why_nothing
-from crawler.config import ConfigError, check_seed, load_seeds
 from crawler.failures import failure_reason
 from crawler.tables import with_outcome
 from crawler.warc import FetchRecord, WarcWriter
@@ -357,20 +356,6 @@ def test_config_error_keeps_its_section_name_on_one_line(tmp_path: Path) -> None
     assert result.returncode == 2
     assert len(lines) == 1
     assert f"{config}:3: unknown key 'min_dely' in [politeness]" in lines[0]
-
-
-def test_seeds_file_with_a_byte_order_mark_reads_its_first_line(tmp_path: Path) -> None:
-    seeds = tmp_path / "seeds.txt"
-    seeds.write_bytes("\ufeffhttp://a.example/\nhttp://b.example/\n".encode())
-    assert load_seeds(seeds) == ["http://a.example/", "http://b.example/"]
-
-
-@pytest.mark.parametrize(
-    "url", ["http://exa mple.com/", "http://[::1/", "http://a.example:99999/", "http://a..b/"]
-)
-def test_malformed_seed_urls_are_refused(url: str) -> None:
-    with pytest.raises(ConfigError, match="not an absolute http"):
-        check_seed(url, "seeds.txt:1")
 
 
 def test_a_crawl_that_fetched_nothing_says_why() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hostcrawl_cli import hostcrawl
 
-from crawler.config import ConfigError, CrawlConfig, load_config, load_seeds
+from crawler.config import ConfigError, CrawlConfig, check_seed, load_config, load_seeds
 
 
 def test_seed_file_with_bad_url_names_the_line_and_writes_nothing(tmp_path: Path) -> None:
@@ -83,3 +83,17 @@ def test_help_explains_the_commands(tmp_path: Path) -> None:
         assert word in result.stdout
     crawl_help = hostcrawl("crawl", "--help", cwd=tmp_path).stdout
     assert "--allow-private" in crawl_help and "--contact" in crawl_help
+
+
+def test_seeds_file_with_a_byte_order_mark_reads_its_first_line(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_bytes("\ufeffhttp://a.example/\nhttp://b.example/\n".encode())
+    assert load_seeds(seeds) == ["http://a.example/", "http://b.example/"]
+
+
+@pytest.mark.parametrize(
+    "url", ["http://exa mple.com/", "http://[::1/", "http://a.example:99999/", "http://a..b/"]
+)
+def test_malformed_seed_urls_are_refused(url: str) -> None:
+    with pytest.raises(ConfigError, match="not an absolute http"):
+        check_seed(url, "seeds.txt:1")
