@@ -143,7 +143,7 @@ def test_noindex_and_opted_out_pages_are_archived_but_not_curated(crawl: Crawl) 
     docs = read_text_shards(crawl.run_dir / "text")
     assert len(docs) == int(crawl.pages["curated"].sum())
     kept_out = set(noindex["url"]) | set(optout["url"])
-    assert not kept_out & {d["url"] for d in docs}
+    assert not kept_out & {d["metadata"]["url"] for d in docs}
     assert (crawl.run_dir / "warc").is_dir() and optout["warc_record_id"].is_not_null().all(), "not archived"
 
 
