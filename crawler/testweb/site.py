@@ -274,7 +274,9 @@ def _hostile_after(model: SiteModel, spec: HostSpec, path: str, r: Rendered) -> 
     """Spoil an ordinary response the way the host's hostile kind does."""
     kind, h = spec.hostile, hx.page_hash(model.cfg.seed, spec.name, path)
     is_html = r.headers.get("Content-Type") == HTML_TYPE and r.effect is None and r.body
-    if kind == "slow":
+    if kind == "slow" and path != "/robots.txt":
+        # slow pages, a static robots.txt: an unreachable robots.txt is a disallow (RFC 9309), which
+        # the politeness hosts test; this host tests timeouts on pages
         r.delay = spec.slow_delay
     elif kind == "ratelimit" and path != "/robots.txt":
         r.effect = "ratelimit"
