@@ -10,14 +10,20 @@ after that step is the packages' own code.
 
 from __future__ import annotations
 
+import gzip
 import importlib
 import importlib.util
+import os
 import sys
 import types
 from typing import Any
 
 import pytest
 
+from tests.shared_data import require_shared_data
+
+# Every STRIDE-th WCXB dev page (1,358 in all); HOSTCRAWL_PARITY_STRIDE=1 compares every page.
+STRIDE = int(os.environ.get("HOSTCRAWL_PARITY_STRIDE", "15"))
 PACKAGES = {"pulpie": "pulpie==0.0.2", "mineru_html": "mineru-html==1.1.2"}
 
 
@@ -49,3 +55,11 @@ def reference_module(monkeypatch: pytest.MonkeyPatch, dotted: str) -> Any:
         if not isinstance(sys.modules[name], types.ModuleType) or hasattr(sys.modules[name], "__file__"):
             monkeypatch.delitem(sys.modules, name)
     return importlib.import_module(dotted)
+
+
+def wcxb_pages(stride: int = STRIDE) -> list[tuple[str, str]]:
+    """(file name, HTML) of every `stride`-th WCXB dev page."""
+    folder = require_shared_data("wcxb-dev") / "html"
+    files = sorted(folder.glob("*.html.gz"))[::stride]
+    assert files, f"no pages in {folder}"
+    return [(f.name, gzip.decompress(f.read_bytes()).decode("utf-8", "replace")) for f in files]

@@ -9,25 +9,12 @@ content is cut from), the block strings and their `_item_id`s, and the main HTML
 
 from __future__ import annotations
 
-import gzip
-import os
 import random
 
 import pytest
 
 from cleaner.mineru import extract_blocks, extract_item_ids, extract_main_html, simplify_html
-from tests.reference_packages import reference_module
-from tests.shared_data import require_shared_data
-
-# Every STRIDE-th WCXB dev page (1,358 in all); HOSTCRAWL_PARITY_STRIDE=1 compares every page.
-STRIDE = int(os.environ.get("HOSTCRAWL_PARITY_STRIDE", "15"))
-
-
-def wcxb_pages() -> list[tuple[str, str]]:
-    folder = require_shared_data("wcxb-dev") / "html"
-    files = sorted(folder.glob("*.html.gz"))[::STRIDE]
-    assert files, f"no pages in {folder}"
-    return [(f.name, gzip.decompress(f.read_bytes()).decode("utf-8", "replace")) for f in files]
+from tests.reference_packages import reference_module, wcxb_pages
 
 
 def some_labels(item_ids: list[str | None], seed: int) -> dict[str, str]:
