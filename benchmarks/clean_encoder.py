@@ -5,9 +5,10 @@
     python -m benchmarks.clean_encoder --random tiny --pages 50        # CPU smoke run
     python -m benchmarks.clean_encoder --stage DIR --pages 800         # WCXB-format subset to carry elsewhere
 
-End to end is: simplify, tokenize and pack in a process pool (all cores but one), forward passes in this
-process on one device (bf16 on CUDA), probabilities mapped back to blocks and the kept blocks joined into
-the page's plain text. A randomly initialised model of the published shape costs the same forward time as
+End to end is: MinerU simplification (Pulpie's input), tokenize and pack in a process pool (all cores but
+one), forward passes in this process on one device (bf16 on CUDA), labels mapped back to `_item_id`s, the
+main content cut from the marked DOM and rendered as plain text (in this process, as the crawl's GPU
+worker does). A randomly initialised model of the published shape costs the same forward time as
 trained weights; its tokenizer is trained here on the pages (byte-level BPE), so report tokens/page with it.
 Baselines measured in the same run: simplification alone on the same pool, and the forward passes alone.
 Target (issue 5): >= 100 pages/s for a 210M encoder on one H200.
@@ -27,10 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cleaner.encoder import BATCH_TOKENS, MAX_CHUNK_TOKENS, BlockPacker, Chunk, EncoderLabeller
-from cleaner.labeller import KEEP_THRESHOLD, keep_mask
-from cleaner.render import block_text
-from cleaner.simplify import simplify
+from cleaner.encoder import BATCH_TOKENS, MAX_CHUNK_TOKENS, BlockPacker, Chunk, EncoderLabeller, block_labels
+from cleaner.item_labeller import ItemPage, item_page, render_main
+from cleaner.model_source import ModelSource
 from cleaner.wcxb import iter_pages, page_ids
 
 # Pages whose chunks go to the model together: enough to fill a few batches, little latency.
@@ -46,57 +46,54 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared/data/wcxb-dev"
 
 @dataclass(slots=True)
 class Prepared:
-    """One page after the CPU stages: its chunks, each block's plain text, and what each stage cost."""
+    """One page after the CPU stages: its chunks, the simplified page, and what each stage cost."""
 
     chunks: list[Chunk]
-    texts: list[str]
+    page: ItemPage
     simplify_s: float
     pack_s: float
-    render_s: float
 
 
 @functools.lru_cache(maxsize=1)
 def _packer(model: str, max_tokens: int) -> BlockPacker:
     """One tokenizer per worker process, loaded by the pool initializer."""
-    return BlockPacker.load(model, max_tokens)
+    return BlockPacker.load(ModelSource(model), max_tokens)
 
 
 def prepare(task: tuple[str, int, str]) -> Prepared:
-    """HTML -> blocks -> token chunks, plus the text each block would contribute if kept."""
+    """HTML -> `_item_id` blocks -> token chunks."""
     model, max_tokens, html = task
     t0 = time.perf_counter()
-    page = simplify(html)
+    page = item_page(html)
     t1 = time.perf_counter()
-    chunks = _packer(model, max_tokens).pack(0, [b.text for b in page.blocks])
-    t2 = time.perf_counter()
-    texts = [block_text(b, False) for b in page.blocks]
-    return Prepared(chunks, texts, t1 - t0, t2 - t1, time.perf_counter() - t2)
+    chunks = _packer(model, max_tokens).pack(0, page.blocks)
+    return Prepared(chunks, page, t1 - t0, time.perf_counter() - t1)
 
 
 def simplify_only(html: str) -> int:
     """The baseline stage: simplification alone."""
-    return len(simplify(html).blocks)
+    return len(item_page(html).blocks)
 
 
 def block_texts(html: str) -> str:
-    """A page's block texts, for training the random model's tokenizer."""
-    return "\n".join(b.text for b in simplify(html).blocks)
+    """A page's simplified HTML, for training the random model's tokenizer."""
+    return item_page(html).simplified
 
 
 def label_group(labeller: EncoderLabeller, group: list[Prepared]) -> tuple[list[str], float, float]:
-    """Forward one group of pages and join each page's kept blocks; returns texts and (forward, map) s."""
+    """Forward one group of pages and render each page's main content; returns texts and (forward, map) s."""
     chunks: list[Chunk] = []
     for index, prepared in enumerate(group):
         for chunk in prepared.chunks:
             chunk.page = index
             chunks.append(chunk)
     t0 = time.perf_counter()
-    probs = labeller.label_chunks(chunks, [len(p.texts) for p in group])
+    probs = labeller.label_chunks(chunks, [len(p.page.blocks) for p in group])
     t1 = time.perf_counter()
     out = []
     for prepared, p in zip(group, probs, strict=True):
-        keep = keep_mask(p, KEEP_THRESHOLD)
-        out.append("\n".join(t for t, k in zip(prepared.texts, keep, strict=True) if k))
+        cleaned = render_main(prepared.page, block_labels(prepared.page.item_ids, p), "encoder_v2")
+        out.append(cleaned.text if cleaned is not None else "")
     return out, t1 - t0, time.perf_counter() - t1
 
 
@@ -186,13 +183,13 @@ def run(args: argparse.Namespace, model: str, htmls: list[str], plain: Any) -> N
         total = time.perf_counter() - t0
     t0 = time.perf_counter()
     for g in groups:
-        labeller.label_chunks([c for p in g for c in p.chunks], [len(p.texts) for p in g])
+        labeller.label_chunks([c for p in g for c in p.chunks], [len(p.page.blocks) for p in g])
     forward_alone = time.perf_counter() - t0
     pages = [p for g in groups for p in g]
     n = len(pages)
     tokens = [sum(len(c.ids) for c in p.chunks) for p in pages]
-    chars = sum(len(t) for p in pages for t in p.texts)
-    cpu = [p.simplify_s + p.pack_s + p.render_s for p in pages]
+    chars = sum(len(b) for p in pages for b in p.page.blocks)
+    cpu = [p.simplify_s + p.pack_s for p in pages]
     rate = n / total
     print(f"{n} pages ({len(htmls)} x {args.repeat}); {kept_pages} with kept text")
     print(
@@ -211,12 +208,13 @@ def run(args: argparse.Namespace, model: str, htmls: list[str], plain: Any) -> N
     )
     print(
         f"main process: {total:.2f} s = waiting on preparation {wait:.2f} s ({wait / total:.0%}), "
-        f"forward {forward:.2f} s ({forward / total:.0%}), map back {mapping:.2f} s ({mapping / total:.0%})"
+        f"forward {forward:.2f} s ({forward / total:.0%}), "
+        f"map back and render {mapping:.2f} s ({mapping / total:.0%})"
     )
-    per_page = {k: 1e3 * sum(getattr(p, k) for p in pages) / n for k in ("simplify_s", "pack_s", "render_s")}
+    per_page = {k: 1e3 * sum(getattr(p, k) for p in pages) / n for k in ("simplify_s", "pack_s")}
     print(
         f"preparation CPU per page: simplify {per_page['simplify_s']:.1f} ms, tokenize+pack "
-        f"{per_page['pack_s']:.1f} ms, block text {per_page['render_s']:.1f} ms -> pool capacity "
+        f"{per_page['pack_s']:.1f} ms -> pool capacity "
         f"{args.workers * n / sum(cpu):.0f} pages/s"
     )
     bound = "preparation (CPU)" if wait > forward else "forward (device)"

@@ -1,36 +1,45 @@
-"""Pulpie-style encoder labeller: blocks packed into chunks with a separator after each, one forward pass.
+"""Pulpie's encoder labeller: MinerU-format blocks, `[BOS] block <|sep|> block <|sep|> ... [EOS]`, one pass.
 
-torch and transformers are imported only inside functions (the `gpu` extra), so the packing and
-mapping code here runs and is tested on any machine. Tokenizing and packing (`BlockPacker`) need no
-torch, so they can run in CPU worker processes while one process drives the GPU (`label_chunks`).
+This is what Pulpie's Orange models (EuroBERT token classifiers) were trained on, reproduced from
+pulpie 0.0.2 and checked against it (tests/test_encoder_parity.py): each `_item_id` block of the
+MinerU-simplified page (cleaner.mineru) is tokenized alone without special tokens, followed by the
+`<|sep|>` token Pulpie adds to the tokenizer, and blocks are packed in order into chunks of at most
+8,192 tokens between BOS and EOS; a block's label is the argmax of the logits at its separator
+(index 1 = main). The loader applies Pulpie's post-load fixes: the embeddings grow to the tokenizer
+with `<|sep|>`, and EuroBERT's rotary frequencies are recomputed.
+
+torch and transformers are imported only inside functions (the `gpu` extra). Tokenizing and packing
+(`BlockPacker`) need no torch, so they can run in CPU worker processes while one process drives the
+GPU (`label_chunks`).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from cleaner.labeller import BlockLabeller, LabellerCleaner
-from cleaner.simplify import SimplePage
+from cleaner.item_labeller import ItemLabeller, ItemLabellerCleaner, ItemPage, Labels
+from cleaner.mineru import MAIN, OTHER
+from cleaner.model_source import ModelSource
 
 DEFAULT_MODEL = "feyninc/pulpie-orange-small"
 MODEL_ENV = "HOSTCRAWL_ENCODER_MODEL"
-# Longest chunk the published models were trained on, separators and prefix included.
+REVISION_ENV = "HOSTCRAWL_ENCODER_REVISION"
+SEP_TOKEN = "<|sep|>"
+# Longest chunk the published models were trained on, BOS, separators and EOS included.
 MAX_CHUNK_TOKENS = 8_192
 # Tokens per forward batch (padded length x rows); bounds GPU memory whatever the page sizes.
 BATCH_TOKENS = 65_536
-# Characters of a block sent to the tokenizer; a block's label is decided by its start.
-MAX_BLOCK_CHARS = 4_000
-# Logit index of "main content" when the model's label names do not say which one it is.
+# Logit index of "main content" in Pulpie's two-label head.
 MAIN_LABEL = 1
+# EuroBERT's rotary base when the config names none.
+ROPE_THETA = 250_000.0
 # Batch widths are rounded up to a multiple of this (tensor-core and attention-kernel friendly shapes).
 PAD_MULTIPLE = 8
-MAIN_LABEL_NAMES = frozenset({"main", "content", "main_content", "maincontent", "keep"})
 GPU_EXTRA_HINT = "the encoder labeller needs torch and transformers: pip install 'hostcrawl[gpu]'"
 
 
@@ -45,25 +54,46 @@ class Chunk:
 
 
 def pack_chunks(
-    page: int, block_ids: Sequence[Sequence[int]], sep_id: int, prefix: Sequence[int], max_tokens: int
+    page: int,
+    block_ids: Sequence[Sequence[int]],
+    sep_id: int,
+    bos_id: int | None,
+    eos_id: int | None,
+    max_tokens: int = MAX_CHUNK_TOKENS,
 ) -> list[Chunk]:
-    """Pack a page's tokenized blocks in order; a block too long for a chunk is cut to fit."""
-    room = max_tokens - len(prefix) - 1
-    if room < 1:
-        raise ValueError(f"max_tokens {max_tokens} leaves no room after a {len(prefix)}-token prefix")
+    """Pulpie's packing: blocks in order, `<|sep|>` after each, BOS/EOS around every chunk.
+
+    A block that does not fit the chunk opens the next one; a block longer than a whole chunk is
+    cut to fit it.
+    """
+    budget = max_tokens - (bos_id is not None) - (eos_id is not None)
+    if budget < 2:
+        raise ValueError(f"max_tokens {max_tokens} leaves no room for a block and its separator")
     chunks: list[Chunk] = []
-    current = Chunk(page, list(prefix))
-    for index, ids in enumerate(block_ids):
-        piece = list(ids[:room])
-        if current.blocks and len(current.ids) + len(piece) + 1 > max_tokens:
-            chunks.append(current)
-            current = Chunk(page, list(prefix))
-        current.ids.extend(piece)
-        current.ids.append(sep_id)
-        current.seps.append(len(current.ids) - 1)
-        current.blocks.append(index)
-    if current.blocks:
-        chunks.append(current)
+    body: list[int] = []
+    blocks: list[int] = []
+    seps: list[int] = []
+    offset = int(bos_id is not None)
+
+    def close() -> None:
+        ids = ([bos_id] if bos_id is not None else []) + body + ([eos_id] if eos_id is not None else [])
+        chunks.append(Chunk(page, ids, list(blocks), [offset + s for s in seps]))
+
+    for index, tokens in enumerate(block_ids):
+        cost = len(tokens) + 1
+        piece = list(tokens)
+        if len(body) + cost > budget:
+            if body:
+                close()
+            body, blocks, seps = [], [], []
+            if cost > budget:
+                piece = piece[: budget - 1]
+        body.extend(piece)
+        seps.append(len(body))
+        body.append(sep_id)
+        blocks.append(index)
+    if body:
+        close()
     return chunks
 
 
@@ -91,66 +121,80 @@ def scatter(
     return out
 
 
-def main_label(id2label: Mapping[Any, str] | None) -> int:
-    """The logit index of main content: the one the config names so, else `MAIN_LABEL`."""
-    for index, name in (id2label or {}).items():
-        if str(name).strip().lower().replace("-", "_") in MAIN_LABEL_NAMES:
-            return int(index)
-    return MAIN_LABEL
+def block_labels(item_ids: Sequence[str | None], p_main: np.ndarray) -> Labels:
+    """Pulpie's mapping back: a block is main when its main logit wins (P(main) > 0.5)."""
+    return {i: MAIN if p > 0.5 else OTHER for i, p in zip(item_ids, p_main, strict=True) if i is not None}
+
+
+def add_sep_token(tokenizer: Any) -> int:
+    """Pulpie's `<|sep|>`: added as a special token unless the tokenizer has it; returns its id."""
+    if SEP_TOKEN not in tokenizer.get_vocab():
+        tokenizer.add_special_tokens({"additional_special_tokens": [SEP_TOKEN]})
+    return int(tokenizer.convert_tokens_to_ids(SEP_TOKEN))
+
+
+def fix_rotary_embeddings(model: Any) -> None:
+    """Pulpie's post-load fix: recompute EuroBERT's rotary inv_freq (a non-persistent buffer).
+
+    Newer transformers may not restore it from the checkpoint; Pulpie recomputes it from the config
+    after every load. Models without EuroBERT's rotary module are left alone.
+    """
+    import torch
+
+    rotary = getattr(getattr(model, "model", None), "rotary_emb", None)
+    if rotary is None:
+        return
+    config = model.config
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    base = getattr(config, "rope_theta", None) or (getattr(config, "rope_parameters", None) or {}).get(
+        "rope_theta", ROPE_THETA
+    )
+    device = rotary.inv_freq.device if isinstance(getattr(rotary, "inv_freq", None), torch.Tensor) else None
+    inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.float32, device=device) / head_dim))
+    rotary.inv_freq = inv_freq
+    rotary.original_inv_freq = inv_freq
 
 
 class BlockPacker:
-    """The tokenizer half of the encoder (no torch): block texts -> chunks, fit for CPU worker processes."""
+    """The tokenizer half of the encoder (no torch): block strings -> chunks, fit for CPU workers."""
 
     def __init__(self, tokenizer: Any, max_tokens: int = MAX_CHUNK_TOKENS) -> None:
         self.tokenizer = tokenizer
-        name = getattr(tokenizer, "name_or_path", type(tokenizer).__name__)
-        sep = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
-        if sep is None:
-            raise ValueError(f"tokenizer {name!r} has neither a sep nor an eos token to end each block with")
-        self.sep_id = int(sep)
-        cls = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
-        self.prefix = [int(cls)] if cls is not None else []
+        self.sep_id = add_sep_token(tokenizer)
+        self.bos_id: int | None = tokenizer.bos_token_id
+        self.eos_id: int | None = tokenizer.eos_token_id
         # Padding sits under a zero attention mask, so any id will do when the tokenizer has none.
         self.pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.sep_id)
         self.max_tokens = max_tokens
 
     @classmethod
-    def load(
-        cls, model: str, max_tokens: int = MAX_CHUNK_TOKENS, trust_remote_code: bool = True
-    ) -> BlockPacker:
+    def load(cls, source: ModelSource, max_tokens: int = MAX_CHUNK_TOKENS) -> BlockPacker:
         """The tokenizer of a local model folder or hub id."""
         try:
             from transformers import AutoTokenizer
         except ImportError as exc:  # pragma: no cover - depends on the gpu extra
             raise ImportError(GPU_EXTRA_HINT) from exc
-        return cls(AutoTokenizer.from_pretrained(model, trust_remote_code=trust_remote_code), max_tokens)
+        return cls(AutoTokenizer.from_pretrained(source.model, **source.load_kwargs()), max_tokens)
 
-    def pack(self, page: int, texts: Sequence[str]) -> list[Chunk]:
-        """One page's block texts -> its chunks (none for a page without blocks)."""
-        if not texts:
+    def pack(self, page: int, blocks: Sequence[str]) -> list[Chunk]:
+        """One page's block strings (`_item_id` HTML) -> its chunks (none for a page without blocks)."""
+        if not blocks:
             return []
-        cut = [t[:MAX_BLOCK_CHARS] for t in texts]
-        ids = self.tokenizer(cut, add_special_tokens=False)["input_ids"]
-        return pack_chunks(page, ids, self.sep_id, self.prefix, self.max_tokens)
+        ids = self.tokenizer(list(blocks), add_special_tokens=False)["input_ids"]
+        return pack_chunks(page, ids, self.sep_id, self.bos_id, self.eos_id, self.max_tokens)
 
 
-class EncoderLabeller(BlockLabeller):
-    """Token classification at each block's separator with a transformers model (local path or hub id).
-
-    `trust_remote_code` runs the model repository's own Python: the published Pulpie models need it,
-    a model folder of an architecture transformers ships (EuroBERT, ModernBERT, BERT) does not.
-    """
+class EncoderLabeller(ItemLabeller):
+    """Pulpie's token classification at each block's separator (local folder or hub id)."""
 
     name = "encoder"
 
     def __init__(
         self,
-        model: str,
+        source: ModelSource | str,
         device: str | None = None,
         max_tokens: int = MAX_CHUNK_TOKENS,
         batch_tokens: int = BATCH_TOKENS,
-        trust_remote_code: bool = True,
         attn_implementation: str | None = None,
     ) -> None:
         try:
@@ -158,28 +202,33 @@ class EncoderLabeller(BlockLabeller):
             from transformers import AutoModelForTokenClassification
         except ImportError as exc:  # pragma: no cover - depends on the gpu extra
             raise ImportError(GPU_EXTRA_HINT) from exc
+        source = ModelSource(source) if isinstance(source, str) else source
         self.torch = torch
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         on_gpu = self.device.type == "cuda"
         self.model: Any = AutoModelForTokenClassification.from_pretrained(
-            model,
-            trust_remote_code=trust_remote_code,
+            source.model,
+            num_labels=2,
             dtype=torch.bfloat16 if on_gpu else torch.float32,
-            attn_implementation=attn_implementation,
+            attn_implementation=attn_implementation or ("sdpa" if on_gpu else "eager"),
+            **source.load_kwargs(),
         ).to(self.device)
         self.model.eval()
         # A chunk longer than the model's positions would crash (BERT) or leave its training range.
         limit = getattr(self.model.config, "max_position_embeddings", None) or max_tokens
-        self.packer = BlockPacker.load(model, min(max_tokens, int(limit)), trust_remote_code)
-        self.main_index = main_label(getattr(self.model.config, "id2label", None))
+        self.packer = BlockPacker.load(source, min(max_tokens, int(limit)))
+        if len(self.packer.tokenizer) > self.model.config.vocab_size:
+            self.model.resize_token_embeddings(len(self.packer.tokenizer))
+        fix_rotary_embeddings(self.model)
         self.batch_tokens = batch_tokens
         self.pin = on_gpu
 
-    def label(self, pages: Sequence[SimplePage]) -> list[np.ndarray]:
+    def label(self, pages: Sequence[ItemPage]) -> list[Labels | None]:
         chunks: list[Chunk] = []
         for i, page in enumerate(pages):
-            chunks += self.packer.pack(i, [b.text for b in page.blocks])
-        return self.label_chunks(chunks, [len(p.blocks) for p in pages])
+            chunks += self.packer.pack(i, page.blocks)
+        probs = self.label_chunks(chunks, [len(p.blocks) for p in pages])
+        return [block_labels(page.item_ids, p) for page, p in zip(pages, probs, strict=True)]
 
     def label_chunks(self, chunks: Sequence[Chunk], n_blocks: Sequence[int]) -> list[np.ndarray]:
         """Chunks packed anywhere (`BlockPacker`) -> P(main) per block, one array per page index."""
@@ -206,21 +255,25 @@ class EncoderLabeller(BlockLabeller):
                 input_ids=ids_t.to(self.device, non_blocking=self.pin),
                 attention_mask=mask_t.to(self.device, non_blocking=self.pin),
             ).logits.float()
-            main_np = torch.softmax(logits, dim=-1)[..., self.main_index].cpu().numpy()
+            main_np = torch.softmax(logits, dim=-1)[..., MAIN_LABEL].cpu().numpy()
         return [main_np[row, chunk.seps] for row, chunk in enumerate(batch)]
 
 
-class EncoderCleaner(LabellerCleaner):
-    """`encoder_v1`: the model from $HOSTCRAWL_ENCODER_MODEL (a path or hub id), bf16 on CUDA."""
+class EncoderCleaner(ItemLabellerCleaner):
+    """`encoder_v2`: Pulpie's model from $HOSTCRAWL_ENCODER_MODEL (a path or hub id), bf16 on CUDA.
 
-    name = "encoder_v1"
+    $HOSTCRAWL_ENCODER_REVISION pins a hub commit; $HOSTCRAWL_TRUST_REMOTE_CODE=1 (with a pinned
+    commit) lets the repository's own code run.
+    """
+
+    name = "encoder_v2"
 
     def __init__(self, labeller: EncoderLabeller | None = None) -> None:
         self._labeller = labeller
 
     def labeller(self) -> EncoderLabeller:
         if self._labeller is None:
-            self._labeller = EncoderLabeller(os.environ.get(MODEL_ENV, DEFAULT_MODEL))
+            self._labeller = EncoderLabeller(ModelSource.from_env(MODEL_ENV, REVISION_ENV, DEFAULT_MODEL))
         return self._labeller
 
 
@@ -234,16 +287,16 @@ RANDOM_SHAPES: dict[str, dict[str, int]] = {
     },
     "210m": {},
 }  # fmt: skip
-# Llama-3 style special tokens, as EuroBERT's tokenizer has them (no sep/cls: eos ends each block).
+# Llama-3 style special tokens, as EuroBERT's tokenizer has them (Pulpie adds <|sep|> when loading).
 BOS, EOS, MASK = "<|begin_of_text|>", "<|end_of_text|>", "<|mask|>"
 
 
-def train_tokenizer(texts: Sequence[str], vocab_size: int, sep_cls: bool = False) -> Any:
-    """A byte-level BPE tokenizer trained on `texts`, with EuroBERT's specials (and [SEP]/[CLS] if asked)."""
+def train_tokenizer(texts: Sequence[str], vocab_size: int) -> Any:
+    """A byte-level BPE tokenizer trained on `texts`, with EuroBERT's special tokens."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    specials = [BOS, EOS, MASK] + (["[SEP]", "[CLS]"] if sep_cls else [])
+    specials = [BOS, EOS, MASK]
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -254,9 +307,8 @@ def train_tokenizer(texts: Sequence[str], vocab_size: int, sep_cls: bool = False
         show_progress=False,
     )
     tok.train_from_iterator(texts, trainer)
-    extra = {"sep_token": "[SEP]", "cls_token": "[CLS]"} if sep_cls else {}
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token=BOS, eos_token=EOS, pad_token=EOS, mask_token=MASK, **extra
+        tokenizer_object=tok, bos_token=BOS, eos_token=EOS, pad_token=EOS, mask_token=MASK
     )
 
 
@@ -266,19 +318,23 @@ def save_random_encoder(
     shape: str = "tiny",
     vocab_size: int = 4_096,
     seed: int = 0,
-    sep_cls: bool = False,
+    with_sep: bool = True,
     **dims: int,
 ) -> Path:
     """Write a randomly initialised EuroBERT token classifier and a tokenizer trained on `texts`.
 
-    `dims` override the shape's config values (e.g. max_position_embeddings).
+    As a trained Pulpie checkpoint, the tokenizer has `<|sep|>` and the embeddings cover it unless
+    `with_sep` is False (then the loader adds both). `dims` override the shape's config values (e.g.
+    max_position_embeddings); the rotary base is EuroBERT's, 250,000.
     """
     import torch
     from transformers import EuroBertConfig, EuroBertForTokenClassification
 
     if shape not in RANDOM_SHAPES:
         raise ValueError(f"unknown model shape {shape!r}; known: {', '.join(RANDOM_SHAPES)}")
-    tokenizer = train_tokenizer(texts, vocab_size, sep_cls)
+    tokenizer = train_tokenizer(texts, vocab_size)
+    if with_sep:
+        add_sep_token(tokenizer)
     sizes: dict[str, Any] = dict(RANDOM_SHAPES[shape])
     if shape == "tiny":
         sizes["vocab_size"] = len(tokenizer)
@@ -289,6 +345,7 @@ def save_random_encoder(
         "eos_token_id": tokenizer.eos_token_id,
         "pad_token_id": tokenizer.pad_token_id,
         "mask_token_id": tokenizer.mask_token_id,
+        "rope_parameters": {"rope_type": "default", "rope_theta": ROPE_THETA},
     }
     config = EuroBertConfig(**sizes)
     torch.manual_seed(seed)

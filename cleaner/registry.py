@@ -16,14 +16,14 @@ CLEANERS: dict[str, str] = {
     "trafilatura_v1": "cleaner.trafilatura_cleaner:TrafilaturaCleaner",
     "resiliparse_v1": "cleaner.resiliparse_cleaner:ResiliparseCleaner",
     "blocks_v1": "cleaner.blocks_model:BlocksCleaner",
-    "decoder_v1": "cleaner.decoder:DecoderCleaner",
-    "encoder_v1": "cleaner.encoder:EncoderCleaner",
+    "decoder_v2": "cleaner.decoder:DecoderCleaner",
+    "encoder_v2": "cleaner.encoder:EncoderCleaner",
     NO_CLEANER: "cleaner.registry:NoCleaner",
 }
 
 # Cleaners whose model belongs on one accelerator: the crawl gives them one worker process (the GPU
 # worker) fed large batches, instead of a copy of the model per core.
-ACCELERATOR_CLEANERS = frozenset({"decoder_v1", "encoder_v1"})
+ACCELERATOR_CLEANERS = frozenset({"decoder_v2", "encoder_v2"})
 ACCELERATOR_BATCH_PAGES = 64
 
 

@@ -213,9 +213,10 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="NAME=PATH[:LABEL]",
-        help="a fastText model (presets: dclm, fineweb_edu, gneissweb_quality, gneissweb_technology, "
+        help="a fastText model (presets: dclm, gneissweb_quality, gneissweb_technology, "
         "gneissweb_science, gneissweb_education, gneissweb_medical; any other NAME with the "
-        "positive LABEL), a registered scorer name, or NAME=calibration.json; repeatable",
+        "positive LABEL), fineweb_edu=FOLDER_OR_HUB_ID (FineWeb-Edu's BERT classifier, the gpu extra), "
+        "a registered scorer name, or NAME=calibration.json; repeatable",
     )
     p.add_argument("--no-heuristic", action="store_true", help=f"do not add {DEFAULT_SCORER}")
     p.add_argument("--cleaner", default="blocks_v1", help=f"one of {', '.join(cleaner_names())} (blocks_v1)")

@@ -54,11 +54,13 @@ def models(tmp_path_factory: pytest.TempPathFactory, texts: tuple[list[str], lis
     root = tmp_path_factory.mktemp("models")
     high, low = texts
     binary = [(t, "hq") for t in high] + [(t, "cc") for t in low]
-    # FineWeb-Edu style: 0..5; prose is 4-5, junk 0-1
+    # A user's ordinal model: 0..5; prose is 4-5, junk 0-1
     ordinal = [(t, str(4 + i % 2)) for i, t in enumerate(high)] + [(t, str(i % 2)) for i, t in enumerate(low)]
     return {
         "dclm": train_tiny(root / "dclm.bin", binary),
-        "fineweb_edu": train_tiny(root / "edu.bin", ordinal),
+        "ordinal": train_tiny(root / "edu.bin", ordinal),
+        # GneissWeb's science model names its positive class after the topic, its negative __label__cc
+        "science": train_tiny(root / "sci.bin", [(t, "science") for t in high] + [(t, "cc") for t in low]),
         "good_bad": train_tiny(root / "gb.bin", [(t, "good") for t in high] + [(t, "bad") for t in low]),
         "keep_drop": train_tiny(root / "kd.bin", [(t, "keep") for t in high] + [(t, "drop") for t in low]),
     }
@@ -80,17 +82,28 @@ def test_dclm_scorer_is_probability_of_hq_on_lines_joined_with_spaces(models: di
     assert scorer.describe()["scheme"] == "P(__label__hq)"
 
 
-def test_fineweb_edu_scorer_is_expected_label_over_five(models: dict[str, Path]) -> None:
-    scorer = get_scorer(f"fineweb_edu={models['fineweb_edu']}")
+def test_a_user_ordinal_model_scores_its_expected_label_over_the_top_label(models: dict[str, Path]) -> None:
+    scorer = get_scorer(f"edu5={models['ordinal']}")
     text = "Bees dance.\nThe angle gives the direction."
-    probs = raw_probs(models["fineweb_edu"], "Bees dance. The angle gives the direction.")
+    probs = raw_probs(models["ordinal"], "Bees dance. The angle gives the direction.")
     expected = sum(int(label.removeprefix("__label__")) * p for label, p in probs.items()) / 5
     assert scorer.score_one(text) == pytest.approx(min(1.0, expected), abs=1e-6)
 
 
-@pytest.mark.parametrize("spec", ["dclm", "fineweb_edu", "gneissweb_quality"])
+def test_gneissweb_presets_score_one_minus_p_cc_on_newline_joined_text(models: dict[str, Path]) -> None:
+    text = "Cells divide.\nEach daughter cell gets a copy."
+    for name, model in [("gneissweb_science", "science"), ("gneissweb_quality", "dclm")]:
+        scorer = get_scorer(f"{name}={models[model]}")
+        probs = raw_probs(models[model], text.replace("\n", " "))
+        assert scorer.score_one(text) == pytest.approx(1.0 - probs["__label__cc"], abs=1e-4)
+        assert "1 - P(__label__cc)" in scorer.describe()["description"]
+    with pytest.raises(ValueError, match="expects a binary model with __label__cc"):
+        get_scorer(f"gneissweb_medical={models['keep_drop']}")
+
+
+@pytest.mark.parametrize("spec", ["dclm", "edu5", "gneissweb_quality"])
 def test_model_scorers_rank_held_out_prose_above_junk(models: dict[str, Path], spec: str) -> None:
-    model = models["fineweb_edu" if spec == "fineweb_edu" else "dclm"]
+    model = models["ordinal" if spec == "edu5" else "dclm"]
     scorer = get_scorer(f"{spec}={model}")
     high, low = corpus(40, seed=99)  # not seen in training
     scores = scorer.score_batch(high + low)
@@ -247,6 +260,6 @@ def test_classifier_train_names_the_bad_line(tmp_path: Path, capsys: pytest.Capt
 def test_classifier_info_shows_labels_and_the_preset_rule(
     models: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run_cli(["classifier", "info", str(models["fineweb_edu"]), "--name", "fineweb_edu"]) == 0
+    assert run_cli(["classifier", "info", str(models["ordinal"]), "--name", "edu5"]) == 0
     printed = capsys.readouterr().out
     assert "__label__5" in printed and "/ 5" in printed

@@ -184,14 +184,3 @@ def test_every_registered_cleaner_keeps_the_article_and_survives_garbage(name: s
     for html in GARBAGE:
         result = cleaner.clean(html, "http://broken.example/")
         assert result is None or isinstance(result, CleanedPage)
-
-
-def test_heuristic_labeller_marks_the_blocks_its_extractor_keeps() -> None:
-    from cleaner.heuristic_labeller import HeuristicLabeller
-    from cleaner.simplify import simplify
-
-    page = simplify(PAGE)
-    (labels,) = HeuristicLabeller("trafilatura_v1").label([page])
-    kept = {b.text for b, label in zip(page.blocks, labels, strict=True) if label >= 0.5}
-    assert any("stone bridge" in text for text in kept)
-    assert not any("Copyright" in text or "Weather" in text for text in kept)

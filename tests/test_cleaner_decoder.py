@@ -1,4 +1,8 @@
-"""The decoder labeller: prompt, regex, parsing and fallback, with the engine replaced (vLLM needs a GPU)."""
+"""The decoder labeller: prompt, chat template, constraint, parsing and fallback, with the engine replaced.
+
+vLLM needs a GPU; the engine here is a stand-in that records what it is asked and answers from a
+script, with a tiny tokenizer built here whose chat template works as a Qwen/Hunyuan-style one does.
+"""
 
 from __future__ import annotations
 
@@ -6,33 +10,53 @@ import re
 import sys
 import types
 from collections.abc import Sequence
+from typing import Any
 
-import numpy as np
 import pytest
 
 from cleaner.decoder import (
+    REVISION_ENV,
     DecoderCleaner,
     DecoderLabeller,
     DecoderParseError,
+    answer_regex,
     build_prompt,
-    label_regex,
-    parse_labels,
+    chat_prompt,
+    page_labels,
+    parse_response,
     regex_sampling_params,
 )
-from cleaner.labeller import BlockLabeller
-from cleaner.simplify import SimplePage, simplify
+from cleaner.item_labeller import item_page
+from cleaner.model_source import TRUST_REMOTE_CODE_ENV, RemoteCodeError
 
 PAGE = (
-    "<nav><a href='/'>Home</a></nav><article><h1>Harbour reopens</h1>"
+    "<html><head><title>Harbour</title></head><body><div class='menu'><a href='/'>Home</a></div>"
+    "<article><h1>Harbour reopens</h1>"
     "<p>The harbour master said the quay opens in May after two years of work.</p></article>"
-    "<footer>Copyright Harbour Times</footer>"
+    "<footer>Copyright Harbour Times</footer></body></html>"
 )
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n{% endif %}{% endif %}"
+)
+
+
+def chat_tokenizer() -> Any:
+    """A tiny byte-level BPE with a chat template (no hub)."""
+    pytest.importorskip("transformers")
+    from cleaner.encoder import train_tokenizer
+
+    tokenizer = train_tokenizer([PAGE, build_prompt(item_page(PAGE).simplified)] * 5, vocab_size=600)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
 
 
 class ScriptedEngine:
     """Answers from a list, recording what it was asked."""
 
-    def __init__(self, answers: Sequence[str | None]) -> None:
+    def __init__(self, answers: Sequence[str | None], tokenizer: Any = None) -> None:
+        self.tokenizer = tokenizer if tokenizer is not None else chat_tokenizer()
         self.answers = list(answers)
         self.prompts: list[str] = []
         self.regexes: list[str] = []
@@ -45,73 +69,106 @@ class ScriptedEngine:
         return [self.answers.pop(0) for _ in prompts]
 
 
-class MarkAll(BlockLabeller):
-    name = "mark_all"
+class Fixed:
+    """A fallback cleaner that marks what it cleaned."""
 
     def __init__(self) -> None:
         self.calls = 0
 
-    def label(self, pages: Sequence[SimplePage]) -> list[np.ndarray]:
-        self.calls += len(pages)
-        return [np.full(len(p.blocks), 0.75, dtype=np.float32) for p in pages]
+    def extract(self, html: str, url: str | None = None) -> Any:
+        from cleaner.base import CleanedPage
+
+        self.calls += 1
+        return CleanedPage(text="fallback text", markdown="fallback text", title=None, cleaner="x")
 
 
-def test_prompt_numbers_every_block_from_one_and_regex_admits_one_label_each() -> None:
-    page = simplify(PAGE)
-    prompt = build_prompt(page)
-    assert '<ul _item_id="1">' not in prompt and '_item_id="1">Home</' in prompt
+def test_the_prompt_is_the_simplified_page_in_the_short_compact_template_through_the_chat_template() -> None:
+    page = item_page(PAGE)
+    assert page.item_ids == ["1", "2", "3", "4"]
+    prompt = build_prompt(page.simplified)
+    assert prompt.startswith('As an HTML expert, classify elements with "_item_id" as "main" or "other"')
+    assert prompt.endswith("Input HTML:\n" + page.simplified)
     assert '<h1 _item_id="2">Harbour reopens</h1>' in prompt
-    regex = re.compile(label_regex(len(page.blocks)))
-    assert regex.fullmatch("1other2main3main4other")
-    assert not regex.fullmatch("1other2main3main")
-    assert not regex.fullmatch("1other2main3main4other5main")
-    assert not regex.fullmatch("2main1other3main4other")
+    user, sent = chat_prompt(chat_tokenizer(), prompt)
+    assert user == f"<|im_start|>user\n{prompt}<|im_end|>\n"
+    assert sent == (
+        "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+        f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    )
 
 
-def test_parse_accepts_exact_answers_and_rejects_gaps_repeats_and_junk() -> None:
-    assert parse_labels("1main2other3main", 3).tolist() == [1.0, 0.0, 1.0]
-    for bad in ("1main2other", "1main1other2main", "1main2other3main4main", "1main 2other3main", "nope"):
+def test_one_regex_per_label_alphabet_admits_labelled_ids_in_answer_tags() -> None:
+    assert answer_regex() is answer_regex()  # built once, so vLLM compiles it once
+    regex = re.compile(answer_regex())
+    assert regex.fullmatch("<answer>1other2main3main4other</answer>")
+    assert regex.fullmatch("<answer>\n1main\n</answer>")
+    for bad in ("1other2main", "<answer></answer>", "<answer>1maybe</answer>", "<answer>0main</answer>"):
+        assert not regex.fullmatch(bad), bad
+
+
+def test_answers_parse_as_the_package_reads_them_and_must_label_exactly_the_pages_ids() -> None:
+    assert parse_response("<answer>1main2other3main</answer>") == {"1": "main", "2": "other", "3": "main"}
+    assert parse_response('{"1": "main", "2": "other"}') == {"1": "main", "2": "other"}
+    assert parse_response('noise {"1": "main", "2": "oth') == {"1": "main"}  # a cut JSON answer
+    with pytest.raises(DecoderParseError):
+        parse_response("nothing here")
+    ids = ["1", "2", "3"]
+    assert page_labels("<answer>1main2other3main</answer>", ids) == {"1": "main", "2": "other", "3": "main"}
+    for bad in ("<answer>1main2other</answer>", "<answer>1main2other3main4main</answer>", '{"1": "x"}'):
         with pytest.raises(DecoderParseError):
-            parse_labels(bad, 3)
+            page_labels(bad, ids)
 
 
-def test_decoder_labels_pages_and_falls_back_on_bad_answer_or_overflow() -> None:
-    pages = [simplify(PAGE), simplify(PAGE), simplify(("<p>" + "word " * 150 + "</p>") * 400)]
-    engine = ScriptedEngine(["1other2main3main4other", "garbage"])
-    fallback = MarkAll()
-    labeller = DecoderLabeller(engine, fallback)
-    first, second, huge = labeller.label(pages)
-    assert first.tolist() == [0.0, 1.0, 1.0, 0.0]
-    assert second.tolist() == [0.75] * 4 and huge.tolist() == [0.75] * 400
-    assert len(engine.prompts) == 2  # the oversized page never reached the model
+def test_decoder_labels_pages_and_gives_up_on_bad_answers_overflow_and_engine_errors() -> None:
+    pages = [
+        item_page(PAGE),
+        item_page(PAGE),
+        item_page("<body>" + "<p>word word word</p>" * 3000 + "</body>"),
+    ]
+    engine = ScriptedEngine(["<answer>1other2main3main4other</answer>", "garbage"])
+    labeller = DecoderLabeller(engine, max_model_tokens=20_000)
+    first, second, third = labeller.label(pages)
+    assert first == {"1": "other", "2": "main", "3": "main", "4": "other"}
+    assert second is None and third is None
+    assert len(engine.prompts) == 2 and engine.regexes == [answer_regex()] * 2
     assert labeller.counts == {
         "decoder/fallback/overflow": 1,
         "decoder/labelled": 1,
         "decoder/fallback/parse": 1,
     }
 
-
-def test_decoder_cleaner_renders_the_blocks_the_model_chose() -> None:
-    cleaner = DecoderCleaner(engine=ScriptedEngine(["1other2main3main4other"]))
-    page = cleaner.clean(PAGE)
-    assert page is not None and page.cleaner == "decoder_v1"
-    assert (
-        page.text == "Harbour reopens\nThe harbour master said the quay opens in May after two years of work."
-    )
-    assert page.markdown.startswith("# Harbour reopens")
-
-
-def test_engine_failure_sends_the_whole_batch_to_the_fallback() -> None:
     class Broken(ScriptedEngine):
         def generate(
             self, prompts: Sequence[str], regexes: Sequence[str], max_tokens: Sequence[int]
         ) -> list[str | None]:
             raise RuntimeError("CUDA out of memory")
 
-    labeller = DecoderLabeller(Broken([]), MarkAll())
-    (labels,) = labeller.label([simplify(PAGE)])
-    assert labels.tolist() == [0.75] * 4
-    assert labeller.counts == {"decoder/fallback/engine_error": 1, "decoder/fallback/parse": 1}
+    broken = DecoderLabeller(Broken([], engine.tokenizer))
+    assert broken.label([item_page(PAGE)]) == [None]
+    assert broken.counts == {"decoder/fallback/engine_error": 1}
+
+
+def test_decoder_cleaner_renders_the_blocks_the_model_chose_and_falls_back_to_trafilatura() -> None:
+    engine = ScriptedEngine(["<answer>1other2main3main4other</answer>", "<answer>1main</answer>"])
+    cleaner = DecoderCleaner(engine=engine)
+    page = cleaner.clean(PAGE)
+    assert page is not None and page.cleaner == "decoder_v2" and page.title == "Harbour"
+    assert page.text == (
+        "Harbour reopens\nThe harbour master said the quay opens in May after two years of work."
+    )
+    assert page.markdown.startswith("# Harbour reopens")
+    fallback = DecoderCleaner(engine=engine).fallback()
+    assert fallback.name == "trafilatura_v1"
+    again = cleaner.clean(PAGE)  # the answer labels one of four blocks: trafilatura cleans the page
+    assert again is not None and again.cleaner == "decoder_v2" and "quay opens in May" in again.text
+    assert cleaner.labeller().counts["decoder/fallback/parse"] == 1
+
+
+def test_remote_code_is_refused_without_a_pinned_revision(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TRUST_REMOTE_CODE_ENV, "true")
+    monkeypatch.delenv(REVISION_ENV, raising=False)
+    with pytest.raises(RemoteCodeError, match=REVISION_ENV):
+        DecoderCleaner().labeller()
 
 
 def _fake_vllm(monkeypatch: pytest.MonkeyPatch, constraint_class: str) -> None:
@@ -137,6 +194,6 @@ def test_regex_constraint_reaches_vllm_in_its_old_and_new_api(
     monkeypatch: pytest.MonkeyPatch, api: str, field: str
 ) -> None:
     _fake_vllm(monkeypatch, api)
-    params = regex_sampling_params("(1:[MB]\\n)", 12).kwargs
-    assert params["temperature"] == 0.0 and params["max_tokens"] == 12
-    assert params[field].kwargs == {"regex": "(1:[MB]\\n)"}, params
+    params = regex_sampling_params(answer_regex(), 12).kwargs
+    assert params["temperature"] == 0.0 and params["top_k"] == 1 and params["max_tokens"] == 12
+    assert params[field].kwargs == {"regex": answer_regex()}, params

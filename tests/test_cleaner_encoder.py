@@ -1,4 +1,4 @@
-"""Encoder labeller: packing and mapping on any machine; the real transformers path on a tiny local model."""
+"""Encoder labeller: Pulpie's packing and mapping anywhere; the real transformers path on a tiny model."""
 
 from __future__ import annotations
 
@@ -11,44 +11,46 @@ import numpy as np
 import pytest
 
 from cleaner.encoder import (
-    MAIN_LABEL,
     MODEL_ENV,
+    REVISION_ENV,
+    SEP_TOKEN,
     BlockPacker,
     EncoderCleaner,
     EncoderLabeller,
     batches,
-    main_label,
+    block_labels,
+    fix_rotary_embeddings,
     pack_chunks,
     save_random_encoder,
     scatter,
 )
+from cleaner.item_labeller import item_page
+from cleaner.model_source import TRUST_REMOTE_CODE_ENV, ModelSource, RemoteCodeError
 from cleaner.registry import get_cleaner
-from cleaner.simplify import simplify
 
-SEP, CLS = 2, 1
+SEP, BOS, EOS = 2, 0, 1
 
 
-def test_blocks_are_packed_in_order_with_a_separator_after_each() -> None:
-    blocks = [[10, 11], [12], [13, 14, 15]]
-    (chunk,) = pack_chunks(0, blocks, SEP, [CLS], max_tokens=32)
-    assert chunk.ids == [CLS, 10, 11, SEP, 12, SEP, 13, 14, 15, SEP]
+def test_chunks_are_bos_blocks_each_followed_by_sep_then_eos() -> None:
+    (chunk,) = pack_chunks(0, [[10, 11], [12], [13, 14, 15]], SEP, BOS, EOS, max_tokens=32)
+    assert chunk.ids == [BOS, 10, 11, SEP, 12, SEP, 13, 14, 15, SEP, EOS]
     assert chunk.blocks == [0, 1, 2] and chunk.seps == [3, 5, 9]
     assert all(chunk.ids[i] == SEP for i in chunk.seps)
 
 
 def test_chunks_never_exceed_the_limit_and_long_blocks_are_cut() -> None:
     blocks = [[5] * 3, [6] * 4, [7] * 50, [8] * 2]
-    chunks = pack_chunks(3, blocks, SEP, [CLS], max_tokens=8)
-    assert all(len(c.ids) <= 8 and c.ids[0] == CLS and c.page == 3 for c in chunks)
+    chunks = pack_chunks(3, blocks, SEP, BOS, EOS, max_tokens=8)
+    assert all(len(c.ids) <= 8 and c.ids[0] == BOS and c.ids[-1] == EOS and c.page == 3 for c in chunks)
     assert [b for c in chunks for b in c.blocks] == [0, 1, 2, 3]
-    assert sum(len(c.seps) for c in chunks) == len(blocks)
+    assert [c.ids for c in chunks][2] == [BOS, 7, 7, 7, 7, 7, SEP, EOS]  # 50 tokens cut to fit
     with pytest.raises(ValueError, match="no room"):
-        pack_chunks(0, blocks, SEP, [CLS], max_tokens=1)
+        pack_chunks(0, blocks, SEP, BOS, EOS, max_tokens=3)
 
 
 def test_batches_bound_padded_tokens_and_labels_map_back_per_page() -> None:
     pages = [[[1] * 30] * 5, [[1] * 3] * 2]
-    chunks = [c for i, blocks in enumerate(pages) for c in pack_chunks(i, blocks, SEP, [], max_tokens=64)]
+    chunks = [c for i, blocks in enumerate(pages) for c in pack_chunks(i, blocks, SEP, None, None, 64)]
     grouped = batches(chunks, batch_tokens=128)
     assert sorted(id(c) for b in grouped for c in b) == sorted(id(c) for c in chunks)
     assert all(max(len(c.ids) for c in b) * len(b) <= 128 for b in grouped)
@@ -57,11 +59,26 @@ def test_batches_bound_padded_tokens_and_labels_map_back_per_page() -> None:
     assert np.allclose(first, [0.1, 0.2, 0.3, 0.4, 0.5]) and np.allclose(second, [1.1, 1.2])
 
 
-def test_the_main_label_is_the_one_the_model_config_names() -> None:
-    assert main_label({0: "content", 1: "boilerplate"}) == 0
-    assert main_label({"0": "other", "1": "Main"}) == 1
-    assert main_label({0: "LABEL_0", 1: "LABEL_1"}) == MAIN_LABEL
-    assert main_label(None) == MAIN_LABEL
+def test_a_block_is_main_when_its_main_logit_wins() -> None:
+    labels = block_labels(["1", "2", None, "4"], np.array([0.9, 0.2, 0.99, 0.51]))
+    assert labels == {"1": "main", "2": "other", "4": "main"}
+
+
+def test_remote_code_needs_an_explicit_flag_and_a_pinned_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert ModelSource("org/model").load_kwargs() == {"revision": None, "trust_remote_code": False}
+    monkeypatch.setenv(MODEL_ENV, "org/model")
+    monkeypatch.setenv(TRUST_REMOTE_CODE_ENV, "1")
+    for revision in (None, "main", "abc123"):
+        if revision:
+            monkeypatch.setenv(REVISION_ENV, revision)
+        with pytest.raises(RemoteCodeError, match=f"set {REVISION_ENV} to the 40-hex commit"):
+            EncoderCleaner().labeller()
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    monkeypatch.setenv(REVISION_ENV, commit)
+    source = ModelSource.from_env(MODEL_ENV, REVISION_ENV, "x")
+    assert source.load_kwargs() == {"revision": commit, "trust_remote_code": True}
+    monkeypatch.delenv(TRUST_REMOTE_CODE_ENV)
+    assert ModelSource.from_env(MODEL_ENV, REVISION_ENV, "x").trust_remote_code is False
 
 
 # --- The real transformers path on a tiny EuroBERT (Pulpie's family) trained here on a toy pattern ---
@@ -75,8 +92,8 @@ NAV_WORDS = (
     "search", "account",
 )  # fmt: skip
 # Chunks this short put every test page across several chunks, and several pages' chunks in one batch.
-SMALL_CHUNK = 24
-SMALL_BATCH = 72
+SMALL_CHUNK = 40
+SMALL_BATCH = 120
 TRAIN_STEPS = 80
 TRAIN_PAGES_PER_STEP = 8
 # Probabilities from batched and lone forward passes agree to float32 noise (relative: trained ones saturate).
@@ -100,13 +117,23 @@ def toy_block(rng: random.Random, main: bool) -> str:
     return " ".join(rng.choice(words) for _ in range(rng.randint(2, 7)))
 
 
+def toy_page(rng: random.Random, n_main: int, n_other: int) -> tuple[str, list[bool]]:
+    """Main blocks are paragraphs of main words, the others menu divs of navigation words."""
+    flags = [True] * n_main + [False] * n_other
+    rng.shuffle(flags)
+    body = "".join(
+        f"<p>{toy_block(rng, f)}</p>" if f else f"<div class='menu'>{toy_block(rng, f)}</div>" for f in flags
+    )
+    return f"<html><body>{body}</body></html>", flags
+
+
 def train_toy_model(path: Path) -> None:
-    """Teach the tiny model the toy pattern (main words -> main) at block separators, as Pulpie trains."""
+    """Teach the tiny model the toy pattern at block separators, on pages fed as labelling feeds them."""
     import torch
     from transformers import AutoTokenizer, EuroBertForTokenClassification
 
     rng = random.Random(0)
-    corpus = [toy_block(rng, rng.random() < 0.5) for _ in range(400)]
+    corpus = [item_page(toy_page(rng, 3, 3)[0]).simplified for _ in range(100)]
     save_random_encoder(path, corpus, hidden_size=32, num_hidden_layers=2)
     model = EuroBertForTokenClassification.from_pretrained(path)
     packer = BlockPacker(AutoTokenizer.from_pretrained(path), max_tokens=SMALL_CHUNK)
@@ -123,14 +150,16 @@ def train_toy_model(path: Path) -> None:
 
 
 def train_steps(model: Any, packer: BlockPacker, optimiser: Any, rng: random.Random) -> None:
-    """Random toy pages, loss only at the separators."""
+    """Random toy pages through item_page and the packer, loss only at the separators."""
     import torch
 
     for _ in range(TRAIN_STEPS):
         chunks, targets = [], []
         for page in range(TRAIN_PAGES_PER_STEP):
-            flags = [rng.random() < 0.4 for _ in range(rng.randint(1, 8))]
-            chunks += packer.pack(page, [toy_block(rng, f) for f in flags])
+            html, flags = toy_page(rng, rng.randint(0, 4), rng.randint(0, 4))
+            blocks = item_page(html).blocks
+            assert len(blocks) == len(flags)
+            chunks += packer.pack(page, blocks)
             targets.append(flags)
         width = max(len(c.ids) for c in chunks)
         ids = torch.full((len(chunks), width), packer.pad_id)
@@ -155,23 +184,15 @@ def toy_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def toy_page(rng: random.Random, n_main: int, n_nav: int) -> tuple[str, list[bool]]:
-    flags = [True] * n_main + [False] * n_nav
-    rng.shuffle(flags)
-    body = "".join(f"<p>{toy_block(rng, f)}</p>" if f else f"<nav>{toy_block(rng, f)}</nav>" for f in flags)
-    return f"<html><body>{body}</body></html>", flags
-
-
 def test_every_block_of_pages_spanning_several_chunks_gets_its_own_label(toy_model: Path) -> None:
     labeller = EncoderLabeller(str(toy_model), max_tokens=SMALL_CHUNK, batch_tokens=SMALL_BATCH)
     rng = random.Random(1)
-    docs = [toy_page(rng, n_main, n_nav) for n_main, n_nav in [(6, 6), (1, 0), (3, 9), (0, 2)]]
-    pages = [simplify(html) for html, _ in docs]
-    assert max(len(labeller.packer.pack(0, [b.text for b in p.blocks])) for p in pages) >= 3
-    probs = labeller.label(pages)
-    for p, page, (_, flags) in zip(probs, pages, docs, strict=True):
-        assert len(p) == len(page.blocks) == len(flags)
-        assert ((p > 0.5) == np.array(flags)).all(), (p, flags)
+    docs = [toy_page(rng, n_main, n_other) for n_main, n_other in [(6, 6), (1, 0), (3, 9), (0, 2)]]
+    pages = [item_page(html) for html, _ in docs]
+    assert max(len(labeller.packer.pack(0, p.blocks)) for p in pages) >= 3
+    for labels, page, (_, flags) in zip(labeller.label(pages), pages, docs, strict=True):
+        assert labels is not None and list(labels) == page.item_ids
+        assert [v == "main" for v in labels.values()] == flags
 
 
 def test_labels_do_not_depend_on_which_pages_share_a_padded_batch(toy_model: Path) -> None:
@@ -179,63 +200,75 @@ def test_labels_do_not_depend_on_which_pages_share_a_padded_batch(toy_model: Pat
 
     labeller = EncoderLabeller(str(toy_model), max_tokens=SMALL_CHUNK, batch_tokens=SMALL_BATCH)
     rng = random.Random(2)
-    pages = [simplify(toy_page(rng, m, n)[0]) for m, n in [(8, 8), (1, 1), (2, 0), (0, 1), (4, 3)]]
-    together = labeller.label(pages)
-    alone = [labeller.label([page])[0] for page in pages]
+    pages = [item_page(toy_page(rng, m, n)[0]) for m, n in [(8, 8), (1, 1), (2, 0), (0, 1), (4, 3)]]
+    chunks = [c for i, p in enumerate(pages) for c in labeller.packer.pack(i, p.blocks)]
+    together = labeller.label_chunks(chunks, [len(p.blocks) for p in pages])
+    alone = [labeller.label_chunks(labeller.packer.pack(0, p.blocks), [len(p.blocks)])[0] for p in pages]
     for a, b in zip(together, alone, strict=True):
         np.testing.assert_allclose(a, b, rtol=SAME_RTOL, atol=SAME_ATOL)
     # The test has teeth: some batch pads a short chunk, and without the mask its labels would move.
-    chunks = [c for i, p in enumerate(pages) for c in labeller.packer.pack(i, [b.text for b in p.blocks])]
     padded = [b for b in batches(chunks, labeller.batch_tokens) if len({len(c.ids) for c in b}) > 1]
     assert padded
     batch = padded[0]
     short = min(batch, key=lambda c: len(c.ids))
     width = max(len(c.ids) for c in batch)
     ids = torch.tensor([short.ids + [labeller.packer.pad_id] * (width - len(short.ids))])
+    mask = torch.tensor([[1] * len(short.ids) + [0] * (width - len(short.ids))])
     with torch.inference_mode():
-        unmasked = torch.softmax(labeller.model(input_ids=ids).logits, -1)[0, short.seps, 1].numpy()
-    assert not np.allclose(unmasked, together[short.page][short.blocks], rtol=SAME_RTOL, atol=SAME_ATOL)
+        masked = labeller.model(input_ids=ids, attention_mask=mask).logits[0, short.seps]
+        unmasked = labeller.model(input_ids=ids).logits[0, short.seps]
+    assert (masked - unmasked).abs().max() > 1e-3
 
 
 def test_the_cleaner_from_the_model_env_keeps_the_blocks_the_model_calls_main(
     toy_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(MODEL_ENV, str(toy_model))
-    cleaner = get_cleaner("encoder_v1")
+    cleaner = get_cleaner("encoder_v2")
     assert isinstance(cleaner, EncoderCleaner)
     html = (
-        "<html><head><title>t</title></head><body><nav>home about contact login</nav>"
+        "<html><head><title>Toy</title></head><body><div class='menu'>home about contact login</div>"
         "<article><p>river mountain forest</p><p>winter village bridge orchard</p></article>"
-        "<footer>privacy terms cookies</footer></body></html>"
+        "<div class='menu'>privacy terms cookies</div></body></html>"
     )
     first, empty = cleaner.extract_batch([html, ""])
     assert first is not None and empty is None
     assert first.text.split("\n") == ["river mountain forest", "winter village bridge orchard"]
-    assert first.cleaner == "encoder_v1"
+    assert first.cleaner == "encoder_v2" and first.title == "Toy"
+    menu = "<div class='menu'>home about contact</div>"
+    only_menus = f"<html><body>{menu}{menu}</body></html>"
+    assert cleaner.extract(only_menus) is None  # no relative threshold: a page the model calls other is empty
 
 
-def test_tokenizers_without_sep_or_cls_end_blocks_with_eos_and_open_chunks_with_bos(tmp_path: Path) -> None:
+def test_the_loader_adds_sep_grows_the_embeddings_and_fixes_the_rotary_frequencies(tmp_path: Path) -> None:
     require_encoder_stack()
-    from transformers import AutoTokenizer
+    import torch
 
-    texts = ["river mountain", "home about"] * 20
-    plain = BlockPacker(AutoTokenizer.from_pretrained(save_random_encoder(tmp_path / "plain", texts)))
-    with_sep = BlockPacker(
-        AutoTokenizer.from_pretrained(save_random_encoder(tmp_path / "sep", texts, sep_cls=True))
-    )
-    tok = plain.tokenizer
-    (chunk,) = plain.pack(0, ["river mountain", "home"])
-    assert chunk.ids[0] == tok.bos_token_id and [chunk.ids[i] for i in chunk.seps] == [tok.eos_token_id] * 2
-    (chunk,) = with_sep.pack(0, ["river mountain", "home"])
-    assert chunk.ids[0] == with_sep.tokenizer.cls_token_id
-    assert [chunk.ids[i] for i in chunk.seps] == [with_sep.tokenizer.sep_token_id] * 2
+    texts = ['<p _item_id="1">river mountain</p>', '<div _item_id="2">home about</div>'] * 20
+    path = save_random_encoder(tmp_path, texts, with_sep=False)
+    labeller = EncoderLabeller(str(path))
+    tokenizer, model = labeller.packer.tokenizer, labeller.model
+    assert tokenizer.convert_ids_to_tokens(labeller.packer.sep_id) == SEP_TOKEN
+    assert model.get_input_embeddings().weight.shape[0] == len(tokenizer) == model.config.vocab_size
+    (chunk,) = labeller.packer.pack(0, texts[:2])
+    assert [chunk.ids[0], chunk.ids[-1]] == [tokenizer.bos_token_id, tokenizer.eos_token_id]
+    assert [chunk.ids[i] for i in chunk.seps] == [labeller.packer.sep_id] * 2
+    head_dim = model.config.head_dim
+    expected = 1.0 / (250_000.0 ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+    rotary = model.model.rotary_emb
+    torch.testing.assert_close(rotary.inv_freq, expected)
+    rotary.inv_freq = torch.zeros_like(expected)  # what a checkpoint load can leave behind
+    fix_rotary_embeddings(model)
+    torch.testing.assert_close(rotary.inv_freq, expected)
+    torch.testing.assert_close(rotary.original_inv_freq, expected)
 
 
 def test_chunks_are_capped_at_the_models_position_limit(tmp_path: Path) -> None:
     require_encoder_stack()
     path = save_random_encoder(tmp_path, ["river mountain home about"] * 20, max_position_embeddings=32)
     labeller = EncoderLabeller(str(path))
-    page = simplify("<body>" + "<p>river mountain forest valley</p>" * 40 + "</body>")
-    chunks = labeller.packer.pack(0, [b.text for b in page.blocks])
+    page = item_page("<body>" + "<p>river mountain forest valley</p>" * 40 + "</body>")
+    chunks = labeller.packer.pack(0, page.blocks)
     assert len(chunks) > 1 and all(len(c.ids) <= 32 for c in chunks)
-    assert len(labeller.label([page])[0]) == 40
+    (labels,) = labeller.label([page])
+    assert labels is not None and len(labels) == 40

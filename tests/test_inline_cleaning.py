@@ -263,7 +263,7 @@ def test_cleaning_workers_yield_the_cpu_to_the_crawler() -> None:
     assert worker_niceness >= min(os.nice(0) + WORKER_NICENESS, 19)
 
 
-@pytest.mark.parametrize(("cleaner", "workers", "batch"), [("encoder_v1", 1, 64), ("blocks_v1", 0, 16)])
+@pytest.mark.parametrize(("cleaner", "workers", "batch"), [("encoder_v2", 1, 64), ("blocks_v1", 0, 16)])
 def test_model_cleaners_get_one_gpu_worker_with_large_batches(
     tmp_path: Any, cleaner: str, workers: int, batch: int
 ) -> None:

@@ -1,4 +1,7 @@
-"""fastText quality classifiers (DCLM, FineWeb-Edu, GneissWeb, user models) from local model files.
+"""fastText quality classifiers (DCLM, GneissWeb, user models) from local model files.
+
+FineWeb-Edu's published classifier is a BERT regression model, not fastText: see
+cleaner/quality/transformers_scorer.py.
 
 Each published model comes with its own label scheme and its own way of flattening a document
 onto one line; both are reproduced here so scores match the published pipelines.
@@ -6,7 +9,6 @@ onto one line; both are reproduced here so scores match the published pipelines.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,17 +21,11 @@ LABEL_PREFIX = "__label__"
 # Label names that mean "the good class" in binary models people train; tried when the user
 # gives no positive label. `hq` first: DCLM, GneissWeb and our own trainer use it.
 POSITIVE_LABEL_GUESSES = ("hq", "high", "positive", "pos", "good", "yes", "true", "1")
-NEWLINES_RE = re.compile("\n+")
 
 
 def join_lines(text: str) -> str:
     """DCLM's flattening: strip, then join the lines with single spaces."""
     return " ".join(text.strip().splitlines())
-
-
-def collapse_newlines(text: str) -> str:
-    """FineWeb-Edu fastText's flattening: every run of newlines becomes one space."""
-    return NEWLINES_RE.sub(" ", text)
 
 
 def replace_newlines(text: str) -> str:
@@ -48,38 +44,37 @@ class Preset:
 
     description: str
     positive: tuple[str, ...] = ()  # candidates for P(positive label), first one present wins
-    ordinal: bool = False  # labels 0..K: expected value over all labels divided by K
+    negative: str | None = None  # binary models whose other label is named: score = 1 - P(negative)
     flatten: Callable[[str], str] = join_lines
 
 
-_TOPIC = "GneissWeb {} annotator (fasttext_{}.bin): P(positive label)"
+# GneissWeb's five fastText models are binary, and their negative label is `__label__cc` (the quality
+# annotator's card names `__label__hq` vs `__label__cc`; the technology card names `__label__hq` for
+# its positive class, while the science model is seen emitting `__label__science`): the score is
+# 1 - P(__label__cc), which is P(positive) whatever the positive label is called.
+GNEISSWEB_NEGATIVE = "__label__cc"
+GNEISSWEB_MODELS = {
+    "gneissweb_quality": ("GneissWeb.Quality_annotator", "fasttext_gneissweb_quality_annotator.bin"),
+    "gneissweb_technology": ("GneissWeb.Tech_classifier", "fasttext_technology_computing.bin"),
+    "gneissweb_science": ("GneissWeb.Sci_classifier", "fasttext_science.bin"),
+    "gneissweb_education": ("GneissWeb.Edu_classifier", "fasttext_education.bin"),
+    "gneissweb_medical": ("GneissWeb.Med_classifier", "fasttext_medical.bin"),
+}
 PRESETS: dict[str, Preset] = {
     "dclm": Preset(
-        "DCLM openhermes_reddit_eli5_vs_rw_v2_bigram_200k_train.bin: P(__label__hq)",
+        "DCLM (mlfoundations/fasttext-oh-eli5, openhermes_reddit_eli5_vs_rw_v2_bigram_200k_train.bin): "
+        "P(__label__hq)",
         positive=("__label__hq",),
     ),
-    "fineweb_edu": Preset(
-        "FineWeb-Edu fastText re-implementation: expected label over __label__0..5, divided by 5",
-        ordinal=True,
-        flatten=collapse_newlines,
-    ),
-    "gneissweb_quality": Preset(
-        "GneissWeb quality annotator (fasttext_gneissweb_quality_annotator.bin): P(__label__hq)",
-        positive=("__label__hq",),
-        flatten=replace_newlines,
-    ),
+    **{
+        name: Preset(
+            f"ibm-granite/{repo} ({file}): 1 - P({GNEISSWEB_NEGATIVE})",
+            negative=GNEISSWEB_NEGATIVE,
+            flatten=replace_newlines,
+        )
+        for name, (repo, file) in GNEISSWEB_MODELS.items()
+    },
 }
-for _topic, _file in [
-    ("technology", "technology_computing"),
-    ("science", "science"),
-    ("education", "education"),
-    ("medical", "medical"),
-]:
-    PRESETS[f"gneissweb_{_topic}"] = Preset(
-        _TOPIC.format(_topic, _file),
-        positive=("__label__hq", f"__label__{_topic}", "__label__1", "__label__positive"),
-        flatten=replace_newlines,
-    )
 
 
 def load_fasttext_model(path: Path) -> Any:
@@ -127,9 +122,15 @@ class FastTextScorer(QualityScorer):
             self.positive = wanted
             return
         values = _numeric(self.labels)
-        if self.preset is not None and self.preset.ordinal:
-            if values is None or max(values) == 0:
-                raise ValueError(f"{self.path}: {self.name} expects labels __label__0..K, got {self.labels}")
+        negative = self.preset.negative if self.preset else None
+        if negative is not None:
+            if negative not in self.labels or len(self.labels) != 2:
+                raise ValueError(
+                    f"{self.path}: {self.name} expects a binary model with {negative}, got {self.labels}"
+                )
+            self.positive = next(label for label in self.labels if label != negative)
+            return
+        if self.preset is None and values is not None and len(values) > 2:  # ordinal labels 0..K
             self.weights = {label: v / max(values) for label, v in zip(self.labels, values, strict=True)}
             return
         candidates = self.preset.positive if self.preset else tuple(map(with_prefix, POSITIVE_LABEL_GUESSES))
@@ -137,9 +138,6 @@ class FastTextScorer(QualityScorer):
             if candidate in self.labels:
                 self.positive = candidate
                 return
-        if self.preset is None and values is not None and len(values) > 2:
-            self.weights = {label: v / max(values) for label, v in zip(self.labels, values, strict=True)}
-            return
         raise ValueError(
             f"{self.path}: cannot tell which label means high quality among {self.labels}; "
             f"name it: --classifier {self.name}={self.path}:LABEL"

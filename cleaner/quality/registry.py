@@ -3,6 +3,7 @@
 A spec is a plain string so it can cross a process boundary and be rebuilt in each worker:
   heuristic_v2                       a registered scorer
   dclm=/models/dclm.bin              a published fastText model (name picks its preset)
+  fineweb_edu=/models/fineweb-edu    FineWeb-Edu's BERT classifier (a folder or hub id, transformers)
   mine=/models/mine.bin:__label__ok  any fastText model, with its positive label
   nemotron=/runs/r1/ensemble.json    a calibrated Nemotron-CC-style ensemble
 """
@@ -25,6 +26,8 @@ SCORERS: dict[str, str] = {
 DEFAULT_SCORER = "heuristic_v2"
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 ENSEMBLE_SUFFIX = ".json"
+# Model names read through transformers instead of fastText.
+TRANSFORMERS_PRESETS = frozenset({"fineweb_edu"})
 
 
 class ScorerSpecError(ValueError):
@@ -101,6 +104,12 @@ def get_scorer(spec: str) -> QualityScorer:
         cls = getattr(importlib.import_module(module_name), class_name)
         scorer: QualityScorer = cls()
         return scorer
+    if parsed.name in TRANSFORMERS_PRESETS:
+        from cleaner.model_source import ModelSource
+        from cleaner.quality.transformers_scorer import FineWebEduScorer
+
+        revision = parsed.label  # fineweb_edu=HUB_ID:REVISION pins a hub commit
+        return FineWebEduScorer(parsed.name, ModelSource(parsed.path, revision))
     if parsed.path.endswith(ENSEMBLE_SUFFIX):
         from cleaner.quality.ensemble import EnsembleScorer
 
