@@ -83,7 +83,7 @@ class PolicyConfig:
 @dataclass(slots=True)
 class CleaningConfig:
     cleaner: str = "blocks_v1"  # the trained block model: better than trafilatura and 4x faster
-    scorers: list[str] = field(default_factory=lambda: ["heuristic_v2"])
+    scorers: list[str] = field(default_factory=lambda: ["heuristic_v3"])
     threshold: float = 0.5  # a page is curated when its first scorer exceeds this
     workers: int = 0  # cleaning processes; 0 = one per core
     # Pages that opt out of AI training (noai, TDMRep) are archived but not curated unless this is set.
