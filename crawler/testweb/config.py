@@ -47,6 +47,8 @@ class TestWebConfig:
     # Well-behaved hosts whose pages carry robots directives, AI opt-outs, nofollow links, redirects to
     # seen and trap URLs, gzipped sitemaps and tdmrep.json (crawler/testweb/directives.py).
     directives_share: float = 0.1
+    # languages of the hosts (crawler/testweb/words/), drawn uniformly; () is en 70%, de/fr/es 10% each
+    languages: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.n_hosts < 1:
