@@ -109,7 +109,8 @@ def _table(rows: list[tuple[str, Any]]) -> str:
 
 
 def _status_table(stats: dict[str, Any]) -> str:
-    wanted = ("fetch/", "page/", "clean/", "politeness/", "robotstxt/", "retry/reason_count/", "warc/")
+    wanted: tuple[str, ...] = ("fetch/", "page/", "clean/", "politeness/", "robotstxt/")
+    wanted += ("retry/reason_count/", "warc/", "dedup/")
     rows = sorted((k, v) for k, v in stats.items() if k.startswith(wanted))
     return _table(rows) if rows else "(none)"
 

@@ -49,6 +49,8 @@ class TestWebConfig:
     directives_share: float = 0.1
     # languages of the hosts (crawler/testweb/words/), drawn uniformly; () is en 70%, de/fr/es 10% each
     languages: tuple[str, ...] = ()
+    # share of high-quality pages planted as copies (testweb/duplicates.py); 0 plants none
+    duplicate_share: float = 0.0
 
     def __post_init__(self) -> None:
         if self.n_hosts < 1:
@@ -62,6 +64,8 @@ class TestWebConfig:
             "error_share",
             "directives_share",
         ):
+        shares = ("hostile_share", "crawl_delay_share", "real_robots_share", "error_share", "duplicate_share")
+        for name in shares:
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1]")
 

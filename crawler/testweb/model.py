@@ -10,6 +10,7 @@ import polars as pl
 from crawler.testweb import directives as directives_mod
 from crawler.testweb import robots as robots_mod
 from crawler.testweb.config import TestWebConfig, resolve_robots_dir
+from crawler.testweb.duplicates import DUPLICATE_KINDS, TWIN_PREFIX, plant
 from crawler.testweb.hostile import HOSTILE_KINDS, MIN_HOSTS_FOR_EVERY_KIND
 from crawler.testweb.site import Rendered, render
 from crawler.testweb.templates import CLASS_PREFIXES, FAMILIES
@@ -87,6 +88,7 @@ class SiteModel:
         )
         self._build()
         self._by_name = {h.name: h for h in self.hosts}
+        self.plants = plant(_rng(cfg.seed, 13), cfg.duplicate_share, self.page_high, self.page_host)
 
     def _build(self) -> None:
         cfg, n = self.cfg, self.cfg.n_hosts
@@ -199,6 +201,29 @@ class SiteModel:
 
     def seed_urls(self) -> list[str]:
         return [h.home for h in self.hosts]
+
+    def duplicate(self, spec: HostSpec, j: int) -> tuple[str, HostSpec, int] | None:
+        """(kind, original's host, original's page) when content page j is a planted copy."""
+        g = int(self.page_offset[spec.index]) + j
+        if self.plants.kind[g] < 0:
+            return None
+        source = int(self.plants.source[g])
+        host = self.hosts[int(self.page_host[source])]
+        return DUPLICATE_KINDS[self.plants.kind[g]], host, source - int(self.page_offset[host.index])
+
+    def duplicates_frame(self) -> pl.DataFrame:
+        """Ground truth of the planted copies: url, the url of the original, kind."""
+        rows = []
+        for g in np.flatnonzero(self.plants.kind >= 0).tolist():
+            spec = self.hosts[int(self.page_host[g])]
+            j = g - int(self.page_offset[spec.index])
+            kind, host, source_j = self.duplicate(spec, j) or ("", spec, j)
+            url = f"http://{spec.name}{spec.page_path(j)}"
+            if kind == "twin":
+                rows.append((f"http://{spec.name}{TWIN_PREFIX}{spec.page_path(j)}", url, kind))
+            else:
+                rows.append((url, f"http://{host.name}{host.page_path(source_j)}", kind))
+        return pl.DataFrame(rows, schema=["url", "original_url", "kind"], orient="row")
 
     def page_label(self, spec: HostSpec, j: int) -> tuple[bool, str | None]:
         """(high quality, low type or None) of content page j."""
