@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import polars as pl
 import pytest
 
 from cleaner.quality import DEFAULT_SCORER, HIGH_QUALITY_THRESHOLD, get_scorer
 from cleaner.quality.heuristic_stats import text_stats
-from cleaner.quality.language_profiles import profile
+from cleaner.quality.language_profiles import LanguageThresholds, profile
 from cleaner.quality.segment import segment
+from crawler.config import ConfigError, load_config
+from crawler.report import language_scores
 from crawler.testweb.config import TestWebConfig
 from crawler.testweb.model import SiteModel
 from crawler.testweb.text import ALL_LANGUAGES, LANGUAGES
@@ -96,3 +101,41 @@ def test_the_default_test_web_keeps_its_four_languages() -> None:
     model = SiteModel(TestWebConfig(n_hosts=300, seed=0, robots_dir=""))
     languages = [h.language for h in model.hosts]
     assert set(languages) == set(LANGUAGES) and languages.count("en") > 150
+
+
+def test_a_language_threshold_is_set_in_the_config_and_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "crawl.toml"
+    path.write_text("[cleaning]\nthreshold = 0.5\nlanguage_thresholds = { zh = 0.4, ja = 0.45 }\n")
+    config = load_config(path)
+    assert config.cleaning.language_thresholds == {"zh": 0.4, "ja": 0.45}
+    again = tmp_path / "again.toml"
+    again.write_text(config.to_toml())
+    assert load_config(again).cleaning.language_thresholds == {"zh": 0.4, "ja": 0.45}
+    path.write_text("[cleaning]\nlanguage_thresholds = { zh = 1.5 }\n")
+    with pytest.raises(ConfigError, match="language_thresholds"):
+        load_config(path)
+    path.write_text('[cleaning]\nlanguage_thresholds = { zh = "low" }\n')
+    with pytest.raises(ConfigError, match=r"crawl\.toml:2"):
+        load_config(path)
+
+
+def test_a_page_clears_its_own_language_bar_on_the_scale_the_scheduler_reads() -> None:
+    thresholds = LanguageThresholds(0.5, {"zh": 0.4})
+    assert thresholds.of("zh") == 0.4 and thresholds.of("en") == 0.5 and thresholds.of(None) == 0.5
+    for score in (0.0, 0.3, 0.39, 0.41, 0.7, 1.0):
+        mapped = thresholds.on_default_scale(score, "zh")
+        assert mapped is not None and (mapped > 0.5) == (score > 0.4) and 0.0 <= mapped <= 1.0
+    assert thresholds.on_default_scale(0.45, "en") == 0.45 and thresholds.on_default_scale(None, "zh") is None
+
+
+def test_the_run_report_shows_score_distributions_per_language() -> None:
+    pages = pl.DataFrame(
+        {
+            "language": ["en", "en", "zh", "zh", "zh", None],
+            "score_heuristic_v3": [0.9, 0.1, 0.8, 0.7, 0.2, None],
+            "curated": [True, False, True, True, False, False],
+        }
+    )
+    table = language_scores(pages, "score_heuristic_v3", 0.5).splitlines()
+    assert table[0].startswith("| language | pages | mean")
+    assert table[2].startswith("| zh | 3 | 0.567") and table[3].startswith("| en | 2 | 0.500")

@@ -135,3 +135,30 @@ def profile(language: str | None) -> LanguageProfile:
         short_line_chars=max(1, round(EN_SHORT_LINE_CHARS * line_ratio)),
         punct_rule=code not in NO_SENTENCE_MARK,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class LanguageThresholds:
+    """A page's high-quality threshold, settable per language (`[cleaning] language_thresholds`).
+
+    A language whose scores run lower or higher than English's can be held to its own bar, so its
+    hosts compete on their standing among hosts of that language rather than on a scale set by
+    English. `on_default_scale` maps a score onto the default threshold's scale (piecewise linear,
+    the language's threshold onto the default one), so that anything comparing scores with the
+    default threshold, such as the scheduler, sees a page as high quality exactly when it clears
+    its own language's bar.
+    """
+
+    default: float
+    by_language: dict[str, float]
+
+    def of(self, language: str | None) -> float:
+        return self.by_language.get(language, self.default) if language else self.default
+
+    def on_default_scale(self, score: float | None, language: str | None) -> float | None:
+        own = self.of(language)
+        if score is None or own == self.default:
+            return score
+        if score <= own:
+            return self.default * score / own
+        return self.default + (1.0 - self.default) * (score - own) / (1.0 - own)
