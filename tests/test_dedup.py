@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
+import polars as pl
 import pytest
+from hostcrawl_cli import hostcrawl
 
 from benchmarks.dedup_testweb import evaluate, planted_corpus
 from cleaner.dedup import NEAR_THRESHOLD, Doc, deduplicate, normalise
 from crawler.dedup import dedup_text
+from crawler.pipeline import doc_id
 from crawler.sinks import TextSink, read_text_shards
+from crawler.testweb import TestWebProcess
 from crawler.testweb.config import TestWebConfig
 from crawler.testweb.model import SiteModel
-from crawler.testweb.text import high_content, load_lexicons
+from crawler.testweb.text import ALL_LANGUAGES, high_content, load_lexicons
 
 ARTICLE = " ".join(
     f"Sentence {word} of the report explains how the council and the {word} committee shared the plan."
@@ -113,3 +118,39 @@ def test_near_copies_are_found_in_languages_written_without_spaces(language: str
         [Doc("a", text, language), Doc("b", text + "追加。", language), Doc("c", other, language)]
     )
     assert result.removed == {"b": "a"}
+
+
+@pytest.mark.slow
+def test_a_crawl_of_planted_copies_keeps_one_of_each_and_names_the_others(tmp_path: Path) -> None:
+    """A real crawl (bfs, 11 languages, 30% of the good pages planted as copies): after the run's
+    finish, text/ holds one document per group of copies, and the kept one lists the others' ids."""
+    web_config = TestWebConfig(  # small hosts, so that the crawl fetches every page
+        n_hosts=20, seed=4, hostile_share=0.0, duplicate_share=0.3, languages=ALL_LANGUAGES, robots_dir="",
+        pages_median=8, pages_range=(5, 12),
+    )  # fmt: skip
+    run_dir = tmp_path / "run"
+    with TestWebProcess(web_config, tmp_path / "web") as web:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("\n".join(web.seed_urls) + "\n")
+        process = hostcrawl(
+            "crawl", "--seeds", str(seeds), "--out", str(run_dir), "--proxy", web.proxy_url,
+            "--allow-private", "--min-delay", "0.05", "--max-pages", "1000", "--timeout", "3",
+            "--policy", "bfs", "--no-progress",
+        )  # fmt: skip
+    assert process.returncode == 0, process.stderr[-3000:]
+    stats = json.loads((run_dir / "stats.json").read_text())
+    pages = pl.read_parquet(run_dir / "pages.parquet")
+    curated = set(pages.filter("curated")["url"])
+    docs = {doc["url"]: doc for doc in read_text_shards(run_dir / "text")}
+    assert stats["dedup/docs_in"] == len(curated) and stats["dedup/docs_kept"] == len(docs)
+    truth = pl.read_parquet(tmp_path / "web" / "duplicates.parquet")
+    pairs = [(c, o) for c, o in zip(truth["url"], truth["original_url"], strict=True) if {c, o} <= curated]
+    assert len(pairs) >= 5, "too few planted pairs were fetched to test anything"
+    for copy, original in pairs:
+        assert (copy in docs) != (original in docs), (copy, original)
+        kept, gone = (copy, original) if copy in docs else (original, copy)
+        assert doc_id(gone) in docs[kept]["duplicates"]
+    removed = stats["dedup/removed/exact"] + stats["dedup/removed/near"]
+    assert removed == len(curated) - len(docs) >= len(pairs)
+    report = (run_dir / "report.md").read_text()
+    assert "dedup/docs_kept" in report and "## Scores per language" in report
