@@ -258,58 +258,49 @@ def _page_rates(text: str, version: int, rules: LanguageProfile = ENGLISH_RULES)
 
 
 def rule_pass_rates_batch(texts: Sequence[str], version: int = 1) -> list[dict[str, float]]:
-    """`rule_pass_rates` of many texts; the word-set rules run over the whole batch at once."""
-    if version >= 3:
-        return [_v3_rates(text) for text in texts]
+    """`rule_pass_rates` of many texts; the word-set rules run over the whole batch at once.
+
+    v3 holds each text to the rules of its language (English's when it is too short to tell).
+    """
     out: list[dict[str, float]] = []
     pages: list[_Page] = []
     for start in range(0, len(texts), BATCH_TEXTS):
-        chunk = [_page_rates(text, version) for text in texts[start : start + BATCH_TEXTS]]
-        pages = [page for page in chunk if page is not None]
-        stop_shares = stop_word_shares([page.word_ids for page in pages])
+        batch = texts[start : start + BATCH_TEXTS]
+        rules = [ENGLISH_RULES] * len(batch)
+        if version >= 3:
+            languages = _identifier().identify_batch(batch)
+            rules = [profile(language.code if language else None) for language in languages]
+        chunk = [_page_rates(text, version, r) for text, r in zip(batch, rules, strict=True)]
+        kept = [(page, r) for page, r in zip(chunk, rules, strict=True) if page is not None]
+        pages = [page for page, _ in kept]
+        if version >= 3:
+            stop_rates = [_stop_rate(r.stop_share(page.word_ids), r) for page, r in kept]
+        else:
+            best = stop_word_shares([page.word_ids for page in pages])
+            stop_rates = [_above(share, MIN_STOP_WORD_SHARE, STOP_WORD_SCALE) for share in best]
         ngram_shares = ngram_char_shares(
             [page.word_ids[:MAX_WORDS_FOR_REPETITION] for page in pages],
             [page.word_lengths[:MAX_WORDS_FOR_REPETITION] for page in pages],
             tuple(TOP_NGRAM_MAX),
             tuple(DUP_NGRAM_MAX),
         )
-        for page, stop_share, shares in zip(pages, stop_shares, ngram_shares, strict=True):
-            page.rates["stop_words"] = _above(stop_share, MIN_STOP_WORD_SHARE, STOP_WORD_SCALE)
+        for page, stop_rate, shares in zip(pages, stop_rates, ngram_shares, strict=True):
+            page.rates["stop_words"] = stop_rate
             page.rates["top_ngram"], page.rates["dup_ngram"] = _ngram_rates(*shares)
         out += [{"words": 0.0} if page is None else page.rates for page in chunk]
     return out
 
 
+def _stop_rate(share: float | None, rules: LanguageProfile) -> float:
+    """v3's stop-word rate: neutral (1.0) in a language without a stop-word list."""
+    if share is None:
+        return 1.0
+    return _above(share, rules.min_stop_share, STOP_SHARE_SCALE_FRACTION * rules.min_stop_share)
+
+
 @functools.cache
 def _identifier() -> PackagedIdentifier:
     return PackagedIdentifier()
-
-
-def page_language(text: str) -> str | None:
-    """The language v3 applies the rules of (py3langid on the page's head; None: too short to tell)."""
-    language = _identifier().identify(text)
-    return language.code if language is not None else None
-
-
-def _v3_rates(text: str) -> dict[str, float]:
-    """heuristic_v3's rates of one text: the rules of its language (English's when it is unknown)."""
-    rules = profile(page_language(text))
-    page = _page_rates(text, 3, rules)
-    if page is None:
-        return {"words": 0.0}
-    share = rules.stop_share(page.word_ids)
-    threshold = rules.min_stop_share
-    page.rates["stop_words"] = (
-        1.0 if share is None else _above(share, threshold, STOP_SHARE_SCALE_FRACTION * threshold)
-    )
-    (shares,) = ngram_char_shares(
-        [page.word_ids[:MAX_WORDS_FOR_REPETITION]],
-        [page.word_lengths[:MAX_WORDS_FOR_REPETITION]],
-        tuple(TOP_NGRAM_MAX),
-        tuple(DUP_NGRAM_MAX),
-    )
-    page.rates["top_ngram"], page.rates["dup_ngram"] = _ngram_rates(*shares)
-    return page.rates
 
 
 def rule_pass_rates(text: str, version: int = 1) -> dict[str, float]:
