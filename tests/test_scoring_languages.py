@@ -139,3 +139,16 @@ def test_the_run_report_shows_score_distributions_per_language() -> None:
     table = language_scores(pages, "score_heuristic_v3", 0.5).splitlines()
     assert table[0].startswith("| language | pages | mean")
     assert table[2].startswith("| zh | 3 | 0.567") and table[3].startswith("| en | 2 | 0.500")
+
+
+def test_a_page_language_is_identified_once_for_the_crawl_and_the_scorer() -> None:
+    from cleaner.pipeline import process_page
+    from cleaner.quality.langid import _classify
+
+    html = "<html><body><article><p>" + "Наша команда поддерживает новый проект в городе. " * 20
+    html += "</p></article></body></html>"
+    before = _classify.cache_info()
+    result = process_page(html, "http://ru.example/", "trafilatura_v1", ("heuristic_v3",))
+    after = _classify.cache_info()
+    assert result.language == "ru" and result.scores["heuristic_v3"] > 0.0
+    assert after.misses - before.misses == 1 and after.hits - before.hits == 1
