@@ -79,7 +79,7 @@ def _doc(doc_id: str, text: str) -> dict[str, object]:
     return {"id": doc_id, "url": f"http://x.example/{doc_id}", "text": text, "language": "en"}
 
 
-def test_dedup_text_rewrites_the_shards_whole_and_a_second_run_changes_nothing(tmp_path: Path) -> None:
+def test_dedup_text_writes_a_deduplicated_copy_and_leaves_the_crawl_record_alone(tmp_path: Path) -> None:
     text_dir = tmp_path / "text"
     sink = TextSink(text_dir, docs_per_file=2)
     for doc in (
@@ -90,9 +90,9 @@ def test_dedup_text_rewrites_the_shards_whole_and_a_second_run_changes_nothing(t
     ):
         sink.write(doc)
     sink.close()
-    shards = sorted(text_dir.glob("part-*.jsonl.zst"))
-    assert len(shards) == 2
-    (text_dir / "part-00001.jsonl.zst.tmp").write_bytes(b"half-written")  # a crash mid-rewrite
+    record = {path.name: path.read_bytes() for path in text_dir.iterdir()}
+    (tmp_path / "text_dedup.tmp").mkdir()  # a crash mid-write, left behind
+    (tmp_path / "text_dedup.tmp" / "part-00000.jsonl.zst").write_bytes(b"half-written")
     stats = dedup_text(text_dir)
     assert stats == {
         "dedup/docs_in": 4,
@@ -100,12 +100,13 @@ def test_dedup_text_rewrites_the_shards_whole_and_a_second_run_changes_nothing(t
         "dedup/removed/exact": 2,
         "dedup/removed/near": 0,
     }
-    docs = read_text_shards(text_dir)
+    docs = read_text_shards(tmp_path / "text_dedup")
     assert [d["id"] for d in docs] == ["a", "b"]
     assert docs[0]["duplicates"] == ["c", "d"] and "duplicates" not in docs[1]
-    assert sorted(text_dir.iterdir()) == shards  # the emptied shard stays, nothing temporary is left
+    assert {path.name: path.read_bytes() for path in text_dir.iterdir()} == record  # resume cuts by offset
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["text", "text_dedup"]  # nothing temporary left
     assert dedup_text(text_dir)["dedup/docs_kept"] == 2
-    assert read_text_shards(text_dir) == docs
+    assert read_text_shards(tmp_path / "text_dedup") == docs
 
 
 @pytest.mark.parametrize("language", ["zh", "ja"])
@@ -123,7 +124,7 @@ def test_near_copies_are_found_in_languages_written_without_spaces(language: str
 @pytest.mark.slow
 def test_a_crawl_of_planted_copies_keeps_one_of_each_and_names_the_others(tmp_path: Path) -> None:
     """A real crawl (bfs, 11 languages, 30% of the good pages planted as copies): after the run's
-    finish, text/ holds one document per group of copies, and the kept one lists the others' ids."""
+    finish, text_dedup/ holds one document per group of copies, and the kept one lists the others' ids."""
     web_config = TestWebConfig(  # small hosts, so that the crawl fetches every page
         n_hosts=20, seed=4, hostile_share=0.0, duplicate_share=0.3, languages=ALL_LANGUAGES, robots_dir="",
         pages_median=8, pages_range=(5, 12),
@@ -141,7 +142,8 @@ def test_a_crawl_of_planted_copies_keeps_one_of_each_and_names_the_others(tmp_pa
     stats = json.loads((run_dir / "stats.json").read_text())
     pages = pl.read_parquet(run_dir / "pages.parquet")
     curated = set(pages.filter("curated")["url"])
-    docs = {doc["url"]: doc for doc in read_text_shards(run_dir / "text")}
+    assert len(read_text_shards(run_dir / "text")) == len(curated)  # the crawl's record keeps every page
+    docs = {doc["url"]: doc for doc in read_text_shards(run_dir / "text_dedup")}
     assert stats["dedup/docs_in"] == len(curated) and stats["dedup/docs_kept"] == len(docs)
     truth = pl.read_parquet(tmp_path / "web" / "duplicates.parquet")
     pairs = [(c, o) for c, o in zip(truth["url"], truth["original_url"], strict=True) if {c, o} <= curated]
