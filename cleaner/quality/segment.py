@@ -16,6 +16,8 @@ import logging
 from collections.abc import Callable
 
 SEGMENTED_LANGUAGES = frozenset({"zh", "ja", "th"})
+# codes a language identifier gives Chinese text too (py3langid calls some Mandarin "wuu")
+CHINESE = frozenset({"zh", "zh-hans", "zh-hant", "yue", "wuu"})
 
 
 @functools.cache
@@ -53,6 +55,8 @@ def _join(tokens: list[str]) -> str:
 
 def segment(text: str, language: str | None) -> str:
     """`text` with spaces between its words where `language` writes none; other languages unchanged."""
+    if language in CHINESE:
+        language = "zh"
     if language not in SEGMENTED_LANGUAGES:
         return text
     split = _segmenter(language)
