@@ -36,14 +36,11 @@ LSH_THRESHOLD = 0.55
 # Permutations of the MinHash signature: the similarity estimate's standard error is about
 # sqrt(J(1-J)/NUM_PERM), 0.04 at J=0.7 with 128; datasketch picks the LSH bands for LSH_THRESHOLD.
 NUM_PERM = 128
-# Near copies are compared on their prose: lines of at least PROSE_LINE_WORDS words that end a
-# sentence, when they hold at least MIN_PROSE_WORDS words. The headings, link lists and bylines a
-# cleaner lets through differ from host to host around one syndicated article, and on a short article
-# they would outweigh it (segmented Chinese or Japanese titles are 10 words long too: hence the
-# sentence end).
+# Near copies are compared on their prose: lines of at least PROSE_LINE_WORDS words, when they hold at
+# least MIN_PROSE_WORDS words. The headings, link lists and bylines a cleaner lets through differ from
+# host to host around one syndicated article, and on a short article they would outweigh it.
 PROSE_LINE_WORDS = 10
 MIN_PROSE_WORDS = 50
-SENTENCE_ENDS = (".", "!", "?", "…", "。", "！", "？", "؟", "।", "۔", '"', "”", "»", ")")
 MINHASH_SEED = 1
 PUNCT_RE = re.compile(r"[^\w\s]+")
 SPACE_RE = re.compile(r"\s+")
@@ -69,13 +66,8 @@ def _word_shingles(words: list[str]) -> set[bytes]:
 def shingles(text: str, language: str | None = None) -> set[bytes]:
     """Word SHINGLE_WORDS-grams of the prose lines (words segmented in zh, ja, th), or of all the text
     when it has too little prose to go by."""
-    raw = segment(text, language).splitlines()
-    lines = [normalise(line).split() for line in raw]
-    prose = [
-        words
-        for line, words in zip(raw, lines, strict=True)
-        if len(words) >= PROSE_LINE_WORDS and line.rstrip().endswith(SENTENCE_ENDS)
-    ]
+    lines = [normalise(line).split() for line in segment(text, language).splitlines()]
+    prose = [words for words in lines if len(words) >= PROSE_LINE_WORDS]
     if sum(map(len, prose)) >= MIN_PROSE_WORDS:
         lines = prose
     return _word_shingles([word for words in lines for word in words])

@@ -127,8 +127,8 @@ def test_a_crawl_of_planted_copies_keeps_one_of_each_and_names_the_others(tmp_pa
     """A real crawl (bfs, 11 languages, 30% of the good pages planted as copies): after the run's
     finish, text_dedup/ holds one document per group of copies, and the kept one lists the others' ids."""
     web_config = TestWebConfig(  # small hosts, so that the crawl fetches every page
-        n_hosts=14, seed=4, hostile_share=0.0, duplicate_share=0.3, languages=ALL_LANGUAGES, robots_dir="",
-        pages_median=7, pages_range=(5, 10),
+        n_hosts=20, seed=4, hostile_share=0.0, duplicate_share=0.3, languages=ALL_LANGUAGES, robots_dir="",
+        pages_median=8, pages_range=(5, 12),
     )  # fmt: skip
     run_dir = tmp_path / "run"
     with TestWebProcess(web_config, tmp_path / "web") as web:
