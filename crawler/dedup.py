@@ -3,7 +3,7 @@
 text/ is the crawl's append-only record of every curated page (a resume cuts it back to the
 frontier's last commit by byte offset, so it is never rewritten); text_dedup/ is derived from it at
 each finish of the run, a resumed run's too: one document per group of copies, which lists the ids
-of the copies it stands for in `duplicates`. The new folder is written beside the old one and
+of the copies it stands for in `metadata.duplicates`. The new folder is written beside the old one and
 swapped in by renames, so a reader finds the old corpus or the new one, never a half-written one;
 a crash mid-swap is repaired by the next finish, which rebuilds it from text/.
 """
@@ -38,14 +38,16 @@ def dedup_text(text_dir: Path) -> dict[str, int]:
     out_dir = text_dir.parent / DEDUP_DIR
     tmp, old = out_dir.with_name(DEDUP_DIR + ".tmp"), out_dir.with_name(DEDUP_DIR + ".old")
     docs = read_text_shards(text_dir) if text_dir.is_dir() else []
-    result = deduplicate(Doc(d["id"], d.get("text") or "", d.get("language")) for d in docs)
+    result = deduplicate(
+        Doc(d["id"], d.get("text") or "", d.get("metadata", {}).get("language")) for d in docs
+    )
     kept, seen = [], set()
     for doc in docs:
         if doc["id"] in result.removed or doc["id"] in seen:
             continue  # a copy, or the same page recorded twice
         seen.add(doc["id"])
         if doc["id"] in result.duplicates:
-            doc["duplicates"] = result.duplicates[doc["id"]]
+            doc.setdefault("metadata", {})["duplicates"] = result.duplicates[doc["id"]]
         kept.append(doc)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()

@@ -214,13 +214,12 @@ class CleanScoreStorePipeline:
         else:
             primary = result.scores.get(self.scorers[0], 0.0)
             withheld = kept_out(item, self.curate_optout)
-            row["curated"] = primary > self.threshold and withheld is None
-            if withheld and primary > self.threshold:
+            threshold = self.thresholds.of(result.language)
+            row["curated"] = primary > threshold and withheld is None
+            if withheld and primary > threshold:
                 self.stats.inc_value(f"page/kept_out/{withheld}")  # noindex or opted out of AI training
             else:
                 self.stats.inc_value("page/curated" if row["curated"] else "page/below_threshold")
-            row["curated"] = primary > self.thresholds.of(result.language)
-            self.stats.inc_value("page/curated" if row["curated"] else "page/below_threshold")
         if row["curated"]:
             self.text.write(self._doc(item, result))
         self._write_metadata(item, row, result.text)

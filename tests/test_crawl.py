@@ -89,8 +89,6 @@ def test_crawl_finishes_and_writes_the_run_directory(crawl: Crawl) -> None:
     assert docs, "no curated text written"
     assert all(d["text"].strip() and d["metadata"]["cleaner"] and d["metadata"]["scores"] for d in docs)
     assert len(docs) == int(pages["curated"].sum())
-    assert all(d["text"].strip() and d["cleaner"] and d["scores"] for d in docs)
-    assert len(docs) == int(pages["curated"].sum())
     assert "![Quality scores](scores.png)" in (run / "report.md").read_text()
 
 

@@ -76,7 +76,7 @@ def test_the_test_web_plants_nothing_by_default_and_serves_twins_identically() -
 
 
 def _doc(doc_id: str, text: str) -> dict[str, object]:
-    return {"id": doc_id, "url": f"http://x.example/{doc_id}", "text": text, "language": "en"}
+    return {"id": doc_id, "text": text, "metadata": {"url": f"http://x.example/{doc_id}", "language": "en"}}
 
 
 def test_dedup_text_writes_a_deduplicated_copy_and_leaves_the_crawl_record_alone(tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ def test_dedup_text_writes_a_deduplicated_copy_and_leaves_the_crawl_record_alone
     }
     docs = read_text_shards(tmp_path / "text_dedup")
     assert [d["id"] for d in docs] == ["a", "b"]
-    assert docs[0]["duplicates"] == ["c", "d"] and "duplicates" not in docs[1]
+    assert docs[0]["metadata"]["duplicates"] == ["c", "d"] and "duplicates" not in docs[1]["metadata"]
     assert {path.name: path.read_bytes() for path in text_dir.iterdir()} == record  # resume cuts by offset
     assert sorted(p.name for p in tmp_path.iterdir()) == ["text", "text_dedup"]  # nothing temporary left
     assert dedup_text(text_dir)["dedup/docs_kept"] == 2
@@ -144,7 +144,7 @@ def test_a_crawl_of_planted_copies_keeps_one_of_each_and_names_the_others(tmp_pa
     pages = pl.read_parquet(run_dir / "pages.parquet")
     curated = set(pages.filter("curated")["url"])
     assert len(read_text_shards(run_dir / "text")) == len(curated)  # the crawl's record keeps every page
-    docs = {doc["url"]: doc for doc in read_text_shards(run_dir / "text_dedup")}
+    docs = {doc["metadata"]["url"]: doc for doc in read_text_shards(run_dir / "text_dedup")}
     assert stats["dedup/docs_in"] == len(curated) and stats["dedup/docs_kept"] == len(docs)
     truth = pl.read_parquet(tmp_path / "web" / "duplicates.parquet")
     pairs = [(c, o) for c, o in zip(truth["url"], truth["original_url"], strict=True) if {c, o} <= curated]
@@ -152,7 +152,7 @@ def test_a_crawl_of_planted_copies_keeps_one_of_each_and_names_the_others(tmp_pa
     for copy, original in pairs:
         assert (copy in docs) != (original in docs), (copy, original)
         kept, gone = (copy, original) if copy in docs else (original, copy)
-        assert doc_id(gone) in docs[kept]["duplicates"]
+        assert doc_id(gone) in docs[kept]["metadata"]["duplicates"]
     removed = stats["dedup/removed/exact"] + stats["dedup/removed/near"]
     assert removed == len(curated) - len(docs) >= len(pairs)
     report = (run_dir / "report.md").read_text()

@@ -63,9 +63,8 @@ class TestWebConfig:
             "real_robots_share",
             "error_share",
             "directives_share",
+            "duplicate_share",
         ):
-        shares = ("hostile_share", "crawl_delay_share", "real_robots_share", "error_share", "duplicate_share")
-        for name in shares:
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1]")
 
