@@ -83,8 +83,10 @@ class PolicyConfig:
 @dataclass(slots=True)
 class CleaningConfig:
     cleaner: str = "blocks_v1"  # the trained block model: better than trafilatura and 4x faster
-    scorers: list[str] = field(default_factory=lambda: ["heuristic_v2"])
+    scorers: list[str] = field(default_factory=lambda: ["heuristic_v3"])
     threshold: float = 0.5  # a page is curated when its first scorer exceeds this
+    # per-language thresholds in place of `threshold`, e.g. {zh = 0.4}; the scheduler judges hosts by them
+    language_thresholds: dict[str, float] = field(default_factory=dict)
     workers: int = 0  # cleaning processes; 0 = one per core
     # Pages that opt out of AI training (noai, TDMRep) are archived but not curated unless this is set.
     curate_optout: bool = False
@@ -173,6 +175,12 @@ def _coerce(value: Any, default: Any, annotation: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError("expected an integer")
         return value
+    if isinstance(default, dict):
+        if not isinstance(value, dict) or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()
+        ):
+            raise TypeError("expected a table of numbers, e.g. {zh = 0.4}")
+        return {str(k): float(v) for k, v in value.items()}
     if isinstance(default, list):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise TypeError("expected a list of strings")
@@ -341,6 +349,10 @@ def validate(config: CrawlConfig, source: str = "config") -> None:
         (f.timeout > 0, "fetch.timeout must be > 0"),
         (f.max_page_bytes > 0, "fetch.max_page_bytes must be > 0"),
         (0.0 <= c.threshold <= 1.0, "cleaning.threshold must be within [0, 1]"),
+        (
+            all(0.0 < t < 1.0 for t in c.language_thresholds.values()),
+            "cleaning.language_thresholds must lie strictly between 0 and 1",
+        ),
         (bool(c.scorers), "cleaning.scorers must name at least one scorer"),
     ]
     for ok, message in checks:

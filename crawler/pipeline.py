@@ -18,6 +18,7 @@ from scrapy.exceptions import DontCloseSpider
 
 from cleaner.pipeline import PageResult, process_pages, warm_up
 from cleaner.quality import score_column, scorer_column
+from cleaner.quality.language_profiles import LanguageThresholds
 from cleaner.registry import ACCELERATOR_BATCH_PAGES, ACCELERATOR_CLEANERS, NO_CLEANER
 from crawler import __version__
 from crawler.batch_cleaner import (
@@ -64,6 +65,8 @@ class CleanScoreStorePipeline:
         self.scorers = tuple(settings.getlist("HOSTCRAWL_SCORERS"))
         self.threshold = settings.getfloat("HOSTCRAWL_THRESHOLD")
         self.curate_optout = settings.getbool("HOSTCRAWL_CURATE_OPTOUT")
+        by_language = settings.getdict("HOSTCRAWL_LANGUAGE_THRESHOLDS")
+        self.thresholds = LanguageThresholds(self.threshold, by_language)
         accelerator = self.cleaner in ACCELERATOR_CLEANERS
         default_workers = 1 if accelerator else os.cpu_count() or 1
         self.workers = settings.getint("HOSTCRAWL_CLEAN_WORKERS") or default_workers
@@ -175,6 +178,7 @@ class CleanScoreStorePipeline:
             score = row[score_column(self.scorers[0])]
             if score is not None and kept_out(item, self.curate_optout):
                 score = 0.0  # a page we may not use is worth nothing to the crawl, however good
+            score = self.thresholds.on_default_scale(row[score_column(self.scorers[0])], row["language"])
             self.crawler.signals.send_catch_log(
                 signal=page_scored, lease=lease, score=score, checkpoint=self._checkpoint()
             )
@@ -210,8 +214,9 @@ class CleanScoreStorePipeline:
         else:
             primary = result.scores.get(self.scorers[0], 0.0)
             withheld = kept_out(item, self.curate_optout)
-            row["curated"] = primary > self.threshold and withheld is None
-            if withheld and primary > self.threshold:
+            threshold = self.thresholds.of(result.language)
+            row["curated"] = primary > threshold and withheld is None
+            if withheld and primary > threshold:
                 self.stats.inc_value(f"page/kept_out/{withheld}")  # noindex or opted out of AI training
             else:
                 self.stats.inc_value("page/curated" if row["curated"] else "page/below_threshold")
@@ -257,7 +262,7 @@ class CleanScoreStorePipeline:
             "cleaner": row["cleaner"],
             "n_words": row["n_words"],
             "scores": {scorer_column(n): row[score_column(n)] for n in self.scorers},
-            "threshold": self.threshold,
+            "threshold": self.thresholds.of(row["language"]),
             "curated": row["curated"],
             "error": row["error"],
         }

@@ -109,7 +109,8 @@ def _table(rows: list[tuple[str, Any]]) -> str:
 
 
 def _status_table(stats: dict[str, Any]) -> str:
-    wanted = ("fetch/", "page/", "clean/", "politeness/", "robotstxt/", "retry/reason_count/", "warc/")
+    wanted: tuple[str, ...] = ("fetch/", "page/", "clean/", "politeness/", "robotstxt/")
+    wanted += ("retry/reason_count/", "warc/", "dedup/")
     rows = sorted((k, v) for k, v in stats.items() if k.startswith(wanted))
     return _table(rows) if rows else "(none)"
 
@@ -127,6 +128,32 @@ def _run_status(run_dir: Path, stats: dict[str, Any]) -> list[str]:
     if attempts > 1:
         lines += [f"This run took {attempts} processes ({attempts - 1} resumes); figures cover all.", ""]
     return lines
+
+
+def language_scores(pages: pl.DataFrame, score: str, threshold: float, top: int = 15) -> str:
+    """Score distribution per page language (the most common `top`), as a markdown table."""
+    scored = pages.filter(pl.col(score).is_not_null())
+    if scored.is_empty() or "language" not in scored.columns:
+        return "(no scored pages)"
+    table = (
+        scored.group_by(pl.col("language").fill_null("unknown"))
+        .agg(
+            pl.len().alias("pages"),
+            pl.col(score).mean().alias("mean"),
+            pl.col(score).quantile(0.1).alias("p10"),
+            pl.col(score).median().alias("median"),
+            pl.col(score).quantile(0.9).alias("p90"),
+            (pl.col(score) > threshold).mean().alias(f"share > {threshold:g}"),
+            pl.col("curated").fill_null(False).mean().alias("share curated"),
+        )
+        .sort(["pages", "language"], descending=[True, False])
+        .head(top)
+    )
+    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * table.width]
+    for row in table.iter_rows():
+        cells = [f"{v:.3f}" if isinstance(v, float) else str(v) for v in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def write_report(
@@ -156,6 +183,7 @@ def write_report(
     ):
         if image:
             parts += [f"## {title}", "", f"![{title}]({image})", ""]
+    parts += [f"## Scores per language ({score})", "", language_scores(pages, score, threshold), ""]
     parts += ["## Decisions and failures (from stats.json)", "", _status_table(stats), ""]
     for section in extra_sections or []:
         parts += [section, ""]

@@ -14,6 +14,7 @@ from scrapy.crawler import CrawlerProcess
 
 from cleaner.quality import score_column
 from crawler.config import ConfigError, CrawlConfig, validate
+from crawler.dedup import dedup_text
 from crawler.politeness import Politeness
 from crawler.report import write_report
 from crawler.run_stats import PRIOR_STATS_META, STATS_META, dumps_stats, jsonable, loads_stats, merge_stats
@@ -135,6 +136,7 @@ def finish_run(
         store.set_meta(STATS_META, dumps_stats(stats))
         store.close()
     stats = merge_stats(prior or {}, stats)
+    stats.update(dedup_text(run_dir / "text"))  # of the whole run's text, so after the merge
     fetched, wall = stats.get("response_received_count", 0), stats["hostcrawl/wall_seconds"]
     stats.update(
         {

@@ -64,7 +64,7 @@ def test_crawl_scores_with_a_user_classifier_and_curates_by_it(tmp_path: Path) -
     scored = pages.filter(pl.col("score_dclm").is_not_null())
     assert scored.height >= 20
     assert scored["score_dclm"].is_between(0.0, 1.0).all()
-    assert "score_heuristic_v2" in pages.columns, "the default scorer still runs beside it"
+    assert "score_heuristic_v3" in pages.columns, "the default scorer still runs beside it"
     assert (scored["curated"] == (scored["score_dclm"] > 0.5)).all(), "the first scorer decides curation"
     metadata = []
     for path in (run / "warc").glob("*.warc.gz"):

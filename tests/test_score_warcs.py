@@ -76,11 +76,11 @@ def test_each_html_response_becomes_one_row_and_every_skip_is_counted_by_reason(
     out = tmp_path / "pages.parquet"
     assert score(["--warc", str(warc), "--out", str(out), "--workers", "1"]) == 0
     frame = pl.read_parquet(out)
-    assert frame.columns[:6] == PAGE_COLUMNS and "score_heuristic_v2" in frame.columns
+    assert frame.columns[:6] == PAGE_COLUMNS and "score_heuristic_v3" in frame.columns
     assert frame["url"].to_list() == [url for url, _, _ in pages]
     assert frame["registered_domain"].to_list() == frame["host"].to_list()  # test hosts are domains
     assert (frame["text_length"] > 0).all() and frame["language"].is_in(["en", "de", "fr", "es"]).all()
-    high = dict(zip(frame["url"], frame["score_heuristic_v2"], strict=True))
+    high = dict(zip(frame["url"], frame["score_heuristic_v3"], strict=True))
     assert min(high[u] for u, _, h in pages if h) > max(high[u] for u, _, h in pages if not h)
     stats = json.loads(out.with_suffix(".stats.json").read_text())
     assert stats["counts"]["record/request"] == len(pages)
@@ -179,7 +179,7 @@ def test_ensemble_and_host_table_are_written_and_the_calibration_scores_again(
     assert (frame["score_ensemble"] * 19 - frame["ensemble_bucket"]).abs().max() < 1e-9  # type: ignore[operator]
     table = pl.read_parquet(hosts)
     assert table["pages"].sum() == len(pages) and table["host"].n_unique() == table.height
-    assert {"primary_language", "primary_language_share", "density_heuristic_v2"} <= set(table.columns)
+    assert {"primary_language", "primary_language_share", "density_heuristic_v3"} <= set(table.columns)
     calibration = out.with_suffix(".ensemble.json")
     again = tmp_path / "again.parquet"
     argv = [
@@ -224,7 +224,7 @@ def test_real_common_crawl_capture_scores_its_one_html_page(tmp_path: Path) -> N
         "wikipedia.org",
         "an",
     )
-    assert row["text_length"] > 1000 and 0.0 < row["score_heuristic_v2"] <= 1.0
+    assert row["text_length"] > 1000 and 0.0 < row["score_heuristic_v3"] <= 1.0
     stats = json.loads(out.with_suffix(".stats.json").read_text())
     assert stats["counts"] == {
         "warc/records": 4,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import re
@@ -15,6 +16,9 @@ import numpy as np
 
 from cleaner.quality.base import QualityScorer
 from cleaner.quality.heuristic_stats import ngram_char_shares, stop_word_shares, text_stats
+from cleaner.quality.langid import PackagedIdentifier
+from cleaner.quality.language_profiles import STOP_SHARE_SCALE_FRACTION, LanguageProfile, profile
+from cleaner.quality.segment import SEGMENTED_LANGUAGES, segment
 
 # Each rule becomes a soft pass rate: a logistic of (value - threshold) / scale that is 0.5 at
 # the published hard threshold and ~0.98 four scales inside it; the score is their product, so
@@ -65,11 +69,15 @@ LOREM_IPSUM_FACTOR = 0.02
 TERMINAL_PUNCT = (".", "!", "?", '"', "”", "»", "…", "。", "！", "？")
 BULLETS = ("-", "*", "•", "·", "‣", "▪", "◦", "–", "—", "→", "➤", "►")
 ELLIPSES = ("...", "…")
+# v3: the sentence marks of more scripts (Arabic ؟, Devanagari danda, Urdu, Armenian, Burmese, Ethiopic)
+MORE_SENTENCE_MARKS = "؟।॥۔։။።｡"
+TERMINAL_PUNCT_V3 = (*TERMINAL_PUNCT, *MORE_SENTENCE_MARKS)
 LOREM_RE = re.compile(r"lorem ipsum", re.IGNORECASE)
 # v2: the text of a line up to its last sentence end (terminal punctuation, closing quotes, then
 # whitespace or the end); what follows it is a trailing link, button or menu, not prose.
 # Run over many lines joined by newlines at once (hence ^ and $ per line, which `.` never crosses).
 TERMINATED_RE = re.compile(r"^.*[.!?…。！？][\"”»’)\]]*(?=\s|$)", re.MULTILINE)
+TERMINATED_RE_V3 = re.compile(rf"^.*[.!?…。！？{MORE_SENTENCE_MARKS}][\"”»’)\]」』]*(?=\s|$)", re.MULTILINE)
 # v2: extractors render layout tables as "| cell | cell |" rows; each cell is a line of its own.
 TABLE_CELL_SEP = "|"
 TABLE_RULE_RE = re.compile(r"^:?-{3,}:?$")  # the "|---|---|" row under a markdown table header
@@ -146,12 +154,13 @@ def _table_cells_as_lines(lines: list[str]) -> list[str]:
 
 def _punct_chars(lines: list[str], version: int) -> int:
     """Characters of lines ending in terminal punctuation (v2: up to a line's last sentence end)."""
-    ended = list(map(str.endswith, lines, repeat(TERMINAL_PUNCT)))
+    ended = list(map(str.endswith, lines, repeat(TERMINAL_PUNCT_V3 if version >= 3 else TERMINAL_PUNCT)))
     chars = sum(map(len, compress(lines, ended)))
     if version >= 2:
         # one match per line at most: `.*` is greedy, so it ends at the line's last sentence end
         open_lines = "\n".join(compress(lines, map(operator.not_, ended)))
-        chars += sum(map(len, TERMINATED_RE.findall(open_lines)))
+        terminated = TERMINATED_RE_V3 if version >= 3 else TERMINATED_RE
+        chars += sum(map(len, terminated.findall(open_lines)))
     return chars
 
 
@@ -181,16 +190,28 @@ class _Page:
     word_lengths: np.ndarray
 
 
-def _page_rates(text: str, version: int) -> _Page | None:
-    """Every rate but the stop-word and n-gram ones (placeholders, for the rule order); None: no words."""
+# heuristic_v1/v2: English's thresholds for every language (stop words: the best of en/de/fr/es)
+ENGLISH_RULES = LanguageProfile(
+    "en", None, MIN_STOP_WORD_SHARE, (MIN_MEAN_WORD_LEN, MAX_MEAN_WORD_LEN), MEAN_WORD_LEN_SCALE,
+    SHORT_LINE_CHARS, True,
+)  # fmt: skip
+
+
+def _page_rates(text: str, version: int, rules: LanguageProfile = ENGLISH_RULES) -> _Page | None:
+    """Every rate but the stop-word and n-gram ones (placeholders, for the rule order); None: no words.
+
+    v3: `rules` are the page language's thresholds, and words are segmented where it writes no spaces.
+    """
     lines = list(filter(None, map(str.strip, text.splitlines())))
     if version >= 2 and TABLE_CELL_SEP in text:
         lines = _table_cells_as_lines(lines)
     # The lines joined hold the same words and whitespace-separated tokens as the text (v2: as its
     # table cells, without the extractor's "|" separators); line breaks and strip() drop only spaces.
     lower = "\n".join(lines).lower()
-    stats = text_stats(lower, WINDOWS)
-    word_ids, word_lengths = stats.word_ids, stats.word_lengths
+    stats = words = text_stats(lower, WINDOWS, marks=version >= 3)
+    if version >= 3 and rules.language in SEGMENTED_LANGUAGES:
+        words = text_stats(segment(lower, rules.language), marks=True)
+    word_ids, word_lengths = words.word_ids, words.word_lengths
     if not lines or not len(word_ids):
         return None
     n_lines, n_words = len(lines), len(word_ids)
@@ -203,16 +224,15 @@ def _page_rates(text: str, version: int) -> _Page | None:
         log_n, math.log(MAX_WORDS), WORDS_LOG_SCALE
     )
     mean_len = int(word_lengths.sum()) / n_words
-    rates["mean_word_len"] = _above(mean_len, MIN_MEAN_WORD_LEN, MEAN_WORD_LEN_SCALE) * _below(
-        mean_len, MAX_MEAN_WORD_LEN, MEAN_WORD_LEN_SCALE
-    )
+    (min_len, max_len), len_scale = rules.mean_word_len, rules.mean_word_len_scale
+    rates["mean_word_len"] = _above(mean_len, min_len, len_scale) * _below(mean_len, max_len, len_scale)
     symbols = text.count("#") + text.count("...") + text.count("…")
     rates["symbol_ratio"] = _below(symbols / n_words, MAX_SYMBOL_RATIO, SYMBOL_SCALE)
     bullets = sum(map(str.startswith, lines, repeat(BULLETS)))
     rates["bullet_lines"] = _below(bullets / n_lines, MAX_BULLET_LINES, BULLET_SCALE)
     ellipsis = sum(map(str.endswith, lines, repeat(ELLIPSES)))
     rates["ellipsis_lines"] = _below(ellipsis / n_lines, MAX_ELLIPSIS_LINES, ELLIPSIS_SCALE)
-    rates["alpha_words"] = _above(stats.letter_tokens / max(1, stats.tokens), MIN_ALPHA_WORDS, ALPHA_SCALE)
+    rates["alpha_words"] = _above(words.letter_tokens / max(1, words.tokens), MIN_ALPHA_WORDS, ALPHA_SCALE)
     rates["stop_words"] = math.nan  # filled in per batch
 
     line_counts = Counter(lines)
@@ -223,10 +243,12 @@ def _page_rates(text: str, version: int) -> _Page | None:
     )
     rates["top_ngram"] = rates["dup_ngram"] = math.nan  # filled in per batch
 
-    rates["punct_lines"] = _above(
-        _punct_chars(lines, version) / line_chars, MIN_PUNCT_LINE_CHARS, PUNCT_SCALE
+    rates["punct_lines"] = (
+        _above(_punct_chars(lines, version) / line_chars, MIN_PUNCT_LINE_CHARS, PUNCT_SCALE)
+        if rules.punct_rule
+        else 1.0
     )
-    short = sum(map(SHORT_LINE_CHARS.__gt__, line_lengths))
+    short = sum(map(rules.short_line_chars.__gt__, line_lengths))
     rates["short_lines"] = _below(short / n_lines, MAX_SHORT_LINES, SHORT_LINES_SCALE)
     lorem = stats.window_ids == len(BOILERPLATE_WINDOWS)
     boiler = _boilerplate_chars(lines, lower, stats.window_starts[~lorem].tolist())
@@ -236,24 +258,49 @@ def _page_rates(text: str, version: int) -> _Page | None:
 
 
 def rule_pass_rates_batch(texts: Sequence[str], version: int = 1) -> list[dict[str, float]]:
-    """`rule_pass_rates` of many texts; the word-set rules run over the whole batch at once."""
+    """`rule_pass_rates` of many texts; the word-set rules run over the whole batch at once.
+
+    v3 holds each text to the rules of its language (English's when it is too short to tell).
+    """
     out: list[dict[str, float]] = []
     pages: list[_Page] = []
     for start in range(0, len(texts), BATCH_TEXTS):
-        chunk = [_page_rates(text, version) for text in texts[start : start + BATCH_TEXTS]]
-        pages = [page for page in chunk if page is not None]
-        stop_shares = stop_word_shares([page.word_ids for page in pages])
+        batch = texts[start : start + BATCH_TEXTS]
+        rules = [ENGLISH_RULES] * len(batch)
+        if version >= 3:
+            languages = _identifier().identify_batch(batch)
+            rules = [profile(language.code if language else None) for language in languages]
+        chunk = [_page_rates(text, version, r) for text, r in zip(batch, rules, strict=True)]
+        kept = [(page, r) for page, r in zip(chunk, rules, strict=True) if page is not None]
+        pages = [page for page, _ in kept]
+        if version >= 3:
+            stop_rates = [_stop_rate(r.stop_share(page.word_ids), r) for page, r in kept]
+        else:
+            best = stop_word_shares([page.word_ids for page in pages])
+            stop_rates = [_above(share, MIN_STOP_WORD_SHARE, STOP_WORD_SCALE) for share in best]
         ngram_shares = ngram_char_shares(
             [page.word_ids[:MAX_WORDS_FOR_REPETITION] for page in pages],
             [page.word_lengths[:MAX_WORDS_FOR_REPETITION] for page in pages],
             tuple(TOP_NGRAM_MAX),
             tuple(DUP_NGRAM_MAX),
         )
-        for page, stop_share, shares in zip(pages, stop_shares, ngram_shares, strict=True):
-            page.rates["stop_words"] = _above(stop_share, MIN_STOP_WORD_SHARE, STOP_WORD_SCALE)
+        for page, stop_rate, shares in zip(pages, stop_rates, ngram_shares, strict=True):
+            page.rates["stop_words"] = stop_rate
             page.rates["top_ngram"], page.rates["dup_ngram"] = _ngram_rates(*shares)
         out += [{"words": 0.0} if page is None else page.rates for page in chunk]
     return out
+
+
+def _stop_rate(share: float | None, rules: LanguageProfile) -> float:
+    """v3's stop-word rate: neutral (1.0) in a language without a stop-word list."""
+    if share is None:
+        return 1.0
+    return _above(share, rules.min_stop_share, STOP_SHARE_SCALE_FRACTION * rules.min_stop_share)
+
+
+@functools.cache
+def _identifier() -> PackagedIdentifier:
+    return PackagedIdentifier()
 
 
 def rule_pass_rates(text: str, version: int = 1) -> dict[str, float]:
@@ -302,3 +349,11 @@ class HeuristicScorerV2(HeuristicScorer):
 
     name = "heuristic_v2"
     version = 2
+
+
+class HeuristicScorerV3(HeuristicScorer):
+    """heuristic_v2's rules in every language: each page is held to its own language's stop words and
+    thresholds (language_profiles.py), with words segmented in zh, ja and th (segment.py)."""
+
+    name = "heuristic_v3"
+    version = 3

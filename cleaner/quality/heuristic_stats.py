@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -86,10 +87,12 @@ def _hash_table(entries: dict[int, int], bits: int) -> _HashTable:
 
 
 @functools.cache
-def _char_groups() -> tuple[np.ndarray, np.ndarray]:
+def _char_groups(marks: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Group (OTHER, SPACE, WORD) and letter flag of every code point, surrogates included.
 
-    Built once per process (~0.3 s) from the very regex classes the rules are written in.
+    Built once per process (~0.3 s) from the very regex classes the rules are written in. `marks`:
+    combining marks (Unicode M*: Thai and Devanagari vowel signs, Arabic harakat) are letters of the
+    word they sit in, where `\\w` would cut the word at them (heuristic_v3).
     """
     chars = "".join(map(chr, range(UNICODE_SIZE)))
     groups = np.full(UNICODE_SIZE, OTHER, dtype=np.uint8)
@@ -101,6 +104,9 @@ def _char_groups() -> tuple[np.ndarray, np.ndarray]:
     ):
         for match in re.finditer(pattern, chars):
             table[match.start() : match.end()] = value
+    if marks:
+        is_mark = np.array([unicodedata.category(c)[0] == "M" for c in chars], dtype=bool)
+        groups[is_mark], letters[is_mark] = WORD, True
     groups.flags.writeable = letters.flags.writeable = False
     return groups, letters
 
@@ -144,14 +150,16 @@ def _shifted_starts(change: np.ndarray) -> np.ndarray:
     return starts
 
 
-def text_stats(lower: str, windows: tuple[str, ...] = ()) -> TextStats:
-    """Tokens, tokens with a letter, words (`\\w` runs with a letter) and `windows` of a lowercased text."""
+def text_stats(lower: str, windows: tuple[str, ...] = (), marks: bool = False) -> TextStats:
+    """Tokens, tokens with a letter, words (`\\w` runs with a letter) and `windows` of a lowercased text.
+
+    `marks`: combining marks belong to the word they sit in (see `_char_groups`)."""
     none = np.zeros(0, dtype=np.intp)
     if not lower:
         return TextStats(0, 0, np.zeros(0, dtype=np.uint64), none, none, none)
     codes = np.frombuffer(lower.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     n = len(codes)
-    groups, is_letter = _char_groups()
+    groups, is_letter = _char_groups(marks)
     groups, is_letter = groups.take(codes), is_letter.take(codes)
     # segments: maximal runs of one group (space, other, word); tokens and words are made of them
     seg_starts = _shifted_starts((groups[1:] != groups[:-1]).nonzero()[0])

@@ -22,8 +22,9 @@ from cleaner.quality.base import QualityScorer
 SCORERS: dict[str, str] = {
     "heuristic_v1": "cleaner.quality.heuristic:HeuristicScorer",
     "heuristic_v2": "cleaner.quality.heuristic:HeuristicScorerV2",
+    "heuristic_v3": "cleaner.quality.heuristic:HeuristicScorerV3",
 }
-DEFAULT_SCORER = "heuristic_v2"
+DEFAULT_SCORER = "heuristic_v3"
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 ENSEMBLE_SUFFIX = ".json"
 # Model names read through transformers instead of fastText.

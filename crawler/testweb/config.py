@@ -47,6 +47,10 @@ class TestWebConfig:
     # Well-behaved hosts whose pages carry robots directives, AI opt-outs, nofollow links, redirects to
     # seen and trap URLs, gzipped sitemaps and tdmrep.json (crawler/testweb/directives.py).
     directives_share: float = 0.1
+    # languages of the hosts (crawler/testweb/words/), drawn uniformly; () is en 70%, de/fr/es 10% each
+    languages: tuple[str, ...] = ()
+    # share of high-quality pages planted as copies (testweb/duplicates.py); 0 plants none
+    duplicate_share: float = 0.0
 
     def __post_init__(self) -> None:
         if self.n_hosts < 1:
@@ -59,6 +63,7 @@ class TestWebConfig:
             "real_robots_share",
             "error_share",
             "directives_share",
+            "duplicate_share",
         ):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1]")

@@ -10,6 +10,7 @@ import polars as pl
 from crawler.testweb import directives as directives_mod
 from crawler.testweb import robots as robots_mod
 from crawler.testweb.config import TestWebConfig, resolve_robots_dir
+from crawler.testweb.duplicates import DUPLICATE_KINDS, TWIN_PREFIX, plant
 from crawler.testweb.hostile import HOSTILE_KINDS, MIN_HOSTS_FOR_EVERY_KIND
 from crawler.testweb.site import Rendered, render
 from crawler.testweb.templates import CLASS_PREFIXES, FAMILIES
@@ -28,7 +29,8 @@ KIND_SECTIONS: dict[str, tuple[str, ...]] = {
     "recipes": ("breakfast", "soups", "mains", "baking", "desserts", "drinks"),
 }
 SECTIONS_PER_HOST = (2, 6)
-LANGUAGE_WEIGHTS = (0.7, 0.1, 0.1, 0.1)
+LANGUAGE_WEIGHTS = (0.7, 0.1, 0.1, 0.1)  # of LANGUAGES; a config's own `languages` are drawn uniformly
+MOJIBAKE = ("de", "fr", "es")  # bad-charset hosts write these: mojibake needs accented Latin text
 COOKIE_BANNER_SHARE = 0.6
 SEARCH_DISALLOW_SHARE = 0.5  # generated robots.txt that also disallow /search
 BADBOT_SHARE = 0.3  # generated robots.txt with an extra group for another agent
@@ -79,17 +81,21 @@ class SiteModel:
 
     def __init__(self, cfg: TestWebConfig) -> None:
         self.cfg = cfg
-        self.lexicons: dict[str, Lexicon] = load_lexicons()
+        self.languages = tuple(cfg.languages) or LANGUAGES
+        self.lexicons: dict[str, Lexicon] = load_lexicons(tuple(dict.fromkeys((*self.languages, *MOJIBAKE))))
         self.real_robots = robots_mod.load_real_robots(
             resolve_robots_dir(cfg) if cfg.real_robots_share > 0 else None
         )
         self._build()
         self._by_name = {h.name: h for h in self.hosts}
+        self.plants = plant(_rng(cfg.seed, 13), cfg.duplicate_share, self.page_high, self.page_host)
 
     def _build(self) -> None:
         cfg, n = self.cfg, self.cfg.n_hosts
         kind_i = _rng(cfg.seed, 1).choice(len(KINDS), n, p=KIND_WEIGHTS)
-        lang_i = _rng(cfg.seed, 2).choice(len(LANGUAGES), n, p=LANGUAGE_WEIGHTS)
+        weights = LANGUAGE_WEIGHTS if not cfg.languages else None  # a chosen list: uniform
+        lang_i = _rng(cfg.seed, 2).choice(len(self.languages), n, p=weights)
+        languages = np.array(self.languages, dtype=object)[lang_i]
         total_ab = 1.0 / cfg.icc - 1.0
         q = _rng(cfg.seed, 3).beta(cfg.mean_quality * total_ab, (1 - cfg.mean_quality) * total_ab, n)
         lo, hi = cfg.pages_range
@@ -104,7 +110,7 @@ class SiteModel:
             chosen = _rng(cfg.seed, 5).permutation(n)[: min(n_hostile, n)]
             hostile[chosen] = np.arange(len(chosen)) % len(HOSTILE_KINDS)
         bad_cs = hostile == HOSTILE_KINDS.index("bad_charset")
-        lang_i[bad_cs] = 1 + np.arange(n)[bad_cs] % 3  # mojibake needs accented text
+        languages[bad_cs] = np.array(MOJIBAKE, dtype=object)[np.arange(n)[bad_cs] % 3]
 
         r = _rng(cfg.seed, 6)
         src_u, delay_u, file_u = r.random(n), r.random(n), r.random(n)
@@ -166,7 +172,7 @@ class SiteModel:
                     name=name,
                     index=i,
                     kind=kind,
-                    language=LANGUAGES[lang_i[i]],
+                    language=str(languages[i]),
                     q=float(q[i]),
                     n_pages=int(n_pages[i]),
                     n_high=int(n_high[i]),
@@ -195,6 +201,29 @@ class SiteModel:
 
     def seed_urls(self) -> list[str]:
         return [h.home for h in self.hosts]
+
+    def duplicate(self, spec: HostSpec, j: int) -> tuple[str, HostSpec, int] | None:
+        """(kind, original's host, original's page) when content page j is a planted copy."""
+        g = int(self.page_offset[spec.index]) + j
+        if self.plants.kind[g] < 0:
+            return None
+        source = int(self.plants.source[g])
+        host = self.hosts[int(self.page_host[source])]
+        return DUPLICATE_KINDS[self.plants.kind[g]], host, source - int(self.page_offset[host.index])
+
+    def duplicates_frame(self) -> pl.DataFrame:
+        """Ground truth of the planted copies: url, the url of the original, kind."""
+        rows = []
+        for g in np.flatnonzero(self.plants.kind >= 0).tolist():
+            spec = self.hosts[int(self.page_host[g])]
+            j = g - int(self.page_offset[spec.index])
+            kind, host, source_j = self.duplicate(spec, j) or ("", spec, j)
+            url = f"http://{spec.name}{spec.page_path(j)}"
+            if kind == "twin":
+                rows.append((f"http://{spec.name}{TWIN_PREFIX}{spec.page_path(j)}", url, kind))
+            else:
+                rows.append((url, f"http://{host.name}{host.page_path(source_j)}", kind))
+        return pl.DataFrame(rows, schema=["url", "original_url", "kind"], orient="row")
 
     def page_label(self, spec: HostSpec, j: int) -> tuple[bool, str | None]:
         """(high quality, low type or None) of content page j."""

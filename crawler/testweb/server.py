@@ -28,6 +28,7 @@ FLUSH_INTERVAL_S = 0.25  # request log reaches disk at least this often
 STOP_GRACE_S = 1.0  # in-flight responses (slow hosts, huge pages) get this long at shutdown
 HOSTS_FILE = "hosts.parquet"
 PAGES_FILE = "pages.parquet"
+DUPLICATES_FILE = "duplicates.parquet"  # planted copies, when the test web plants any
 REQUESTS_FILE = "requests.jsonl"
 CONFIG_FILE = "testweb-config.json"
 CLIENT_GONE_STATUS = 499  # logged when a client disconnects before any status was sent
@@ -38,6 +39,8 @@ def write_ground_truth(model: SiteModel, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     model.hosts_frame().write_parquet(out_dir / HOSTS_FILE)
     model.pages_frame().write_parquet(out_dir / PAGES_FILE)
+    if model.cfg.duplicate_share > 0:
+        model.duplicates_frame().write_parquet(out_dir / DUPLICATES_FILE)
     (out_dir / CONFIG_FILE).write_text(model.cfg.to_json() + "\n", encoding="utf-8")
     (out_dir / ADDRESSES_FILE).write_text(addresses(model), encoding="utf-8")
 

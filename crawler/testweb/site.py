@@ -10,9 +10,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from crawler.testweb import directives as dx
 from crawler.testweb import hostile as hx
+from crawler.testweb.duplicates import TWIN_PREFIX
 from crawler.testweb.politeness_hosts import POLITENESS_KINDS, politeness_route
 from crawler.testweb.templates import Frame, main_html, page
-from crawler.testweb.text import Lexicon, MainContent, high_content, low_content, title_for
+from crawler.testweb.text import Lexicon, MainContent, high_content, low_content, sentence, title_for
 
 if TYPE_CHECKING:
     from crawler.testweb.model import HostSpec, SiteModel
@@ -94,9 +95,15 @@ class _Page:
 def _content(model: SiteModel, spec: HostSpec, j: int) -> Rendered:
     pg = _Page(model, spec, str(j))
     high, low_type = model.page_label(spec, j)
-    if high:
+    copy = model.duplicate(spec, j)
+    twin = ""
+    if copy is not None and copy[0] != "twin":
+        content = _copied_content(model, copy, pg)
+    elif high:
         content = high_content(pg.rng, pg.lex, spec.kind)
         content.title = pg.title(j)
+        if copy is not None:
+            twin = f'<p><a href="{TWIN_PREFIX}{spec.page_path(j)}">AMP</a></p>'
     else:
         pool = [spec.page_path(pg.rng.randrange(spec.n_pages)) for _ in range(LINK_FARM_POOL)]
         content = low_content(pg.rng, pg.lex, spec.kind, low_type or "thin", pool)
@@ -107,6 +114,7 @@ def _content(model: SiteModel, spec: HostSpec, j: int) -> Rendered:
         f'<div class="related"><h3>{escape(pg.lex.ui["related"])}</h3><ul>'
         + "".join(f'<li><a href="{spec.page_path(r)}">{escape(pg.title(r))}</a></li>' for r in related)
         + f'</ul></div><p><a href="/private/edit/{j}">{escape(pg.lex.ui["edit"])}</a></p>'
+        + twin
     )
     if dx.rel_nofollow_link(spec, j) or kind in dx.NOFOLLOW_KINDS:
         rel = ' rel="nofollow"' if kind is None else ""  # a nofollow page's own links need no rel
@@ -116,6 +124,20 @@ def _content(model: SiteModel, spec: HostSpec, j: int) -> Rendered:
     r = _html(200, html, label=high, low_type=low_type, main_text=content.text())
     r.headers.update(dx.headers(kind))
     return r
+
+
+def _copied_content(model: SiteModel, copy: tuple[str, HostSpec, int], pg: _Page) -> MainContent:
+    """The original's main content; a near copy gets a new title and one sentence more."""
+    kind, host, j = copy
+    original = _Page(model, host, str(j))
+    content = high_content(original.rng, original.lex, host.kind)
+    content.title = original.title(j)
+    if kind == "near":
+        content.title = title_for(pg.rng, original.lex, original.lex.topics[host.kind])
+        tag, first = content.blocks[0]
+        added = sentence(pg.rng, original.lex, original.lex.topics[host.kind])
+        content.blocks[0] = (tag, f"{first} {added}")
+    return content
 
 
 def _listing(model: SiteModel, spec: HostSpec, section: str, page_no: int) -> Rendered:
@@ -212,6 +234,12 @@ def _route(model: SiteModel, spec: HostSpec, path: str, query: dict[str, list[st
     if len(parts) == 3 and parts[1] in spec.sections and parts[2] == "":
         page_no = query.get("page", ["1"])[0]
         return _listing(model, spec, parts[1], int(page_no) if page_no.isdigit() else 0)
+    if path.startswith(TWIN_PREFIX + "/"):
+        original = path.removeprefix(TWIN_PREFIX)
+        parts = original.split("/")
+        j = int(parts[2][:-5]) if len(parts) == 3 and parts[2][:-5].isdigit() else -1
+        copy = model.duplicate(spec, j) if 0 <= j < spec.n_pages and spec.page_path(j) == original else None
+        return _content(model, spec, j) if copy and copy[0] == "twin" else _not_found(model, spec)
     if len(parts) == 3 and parts[2].endswith(".html") and parts[2][:-5].isdigit():
         j = int(parts[2][:-5])
         if j < spec.n_pages and spec.page_path(j) == path:

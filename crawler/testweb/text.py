@@ -6,7 +6,10 @@ import random
 from dataclasses import dataclass, field
 from importlib import resources
 
-LANGUAGES = ("en", "de", "fr", "es")
+LANGUAGES = ("en", "de", "fr", "es")  # the default test web's languages (its ground truth is kept stable)
+# every language with a word list: a test web built with `languages=ALL_LANGUAGES` is multilingual
+ALL_LANGUAGES = (*LANGUAGES, "pt", "ru", "ar", "zh", "ja", "th", "hi")
+CJK_FULL_STOP = "。"  # sentences that end in it follow each other without a space
 LOW_TYPES = ("keyword_spam", "link_farm", "thin", "word_salad", "seo_list")
 
 PARAGRAPHS_HIGH = (3, 7)
@@ -26,6 +29,8 @@ class Lexicon:
 
     language: str
     adj_after: bool
+    sep: str  # between words: " ", or "" in languages written without spaces (zh, ja, th)
+    full_stop: str  # ends a sentence: ".", "。", or "" in Thai (which ends a sentence with a space)
     det: tuple[str, ...]
     prep: tuple[str, ...]
     stop: frozenset[str]
@@ -73,9 +78,12 @@ def _parse_lexicon(language: str, raw: str) -> Lexicon:
 
     conn = tuple(c.strip() for c in " ".join(sections["conn"]).split("|") if c.strip())
     topics = {name.split(":", 1)[1]: words(name) for name in sections if name.startswith("topic:")}
+    meta = keyed("meta")
     return Lexicon(
         language=language,
-        adj_after=keyed("meta").get("adj_after") == "yes",
+        adj_after=meta.get("adj_after") == "yes",
+        sep="" if meta.get("spaces") == "no" else " ",
+        full_stop=meta.get("full_stop", "."),
         det=words("det"),
         prep=words("prep"),
         stop=frozenset(w.lower() for w in words("stop")),
@@ -89,11 +97,11 @@ def _parse_lexicon(language: str, raw: str) -> Lexicon:
     )
 
 
-def load_lexicons() -> dict[str, Lexicon]:
+def load_lexicons(languages: tuple[str, ...] = LANGUAGES) -> dict[str, Lexicon]:
     """Read the shipped word lists; callers keep the result (no module-level cache)."""
     folder = resources.files("crawler.testweb") / "words"
     return {
-        lang: _parse_lexicon(lang, (folder / f"{lang}.txt").read_text(encoding="utf-8")) for lang in LANGUAGES
+        lang: _parse_lexicon(lang, (folder / f"{lang}.txt").read_text(encoding="utf-8")) for lang in languages
     }
 
 
@@ -105,9 +113,9 @@ def _noun_phrase(rng: random.Random, lex: Lexicon, nouns: tuple[str, ...]) -> st
     noun = rng.choice(nouns)
     det = rng.choice(lex.det)
     if rng.random() >= ADJ_CHANCE:
-        return f"{det} {noun}"
+        return lex.sep.join((det, noun))
     adj = rng.choice(lex.adj)
-    return f"{det} {noun} {adj}" if lex.adj_after else f"{det} {adj} {noun}"
+    return lex.sep.join((det, noun, adj) if lex.adj_after else (det, adj, noun))
 
 
 def sentence(rng: random.Random, lex: Lexicon, topic: tuple[str, ...]) -> str:
@@ -118,21 +126,20 @@ def sentence(rng: random.Random, lex: Lexicon, topic: tuple[str, ...]) -> str:
     pattern = rng.randrange(4)
     if pattern == 0:
         place = _noun_phrase(rng, lex, lex.noun)
-        body = f"{subj} {verb} {obj} {rng.choice(lex.prep)} {place}"
+        parts: tuple[str, ...] = (subj, verb, obj, rng.choice(lex.prep), place)
     elif pattern == 1:
-        body = f"{rng.choice(lex.conn)} {subj} {verb} {obj}"
-        return _cap(body) + "."
+        parts = (rng.choice(lex.conn), subj, verb, obj)
     elif pattern == 2:
-        body = f"{subj} {rng.choice(lex.prep)} {_noun_phrase(rng, lex, topic)} {verb} {obj}"
+        parts = (subj, rng.choice(lex.prep), _noun_phrase(rng, lex, topic), verb, obj)
     else:
-        body = f"{subj} {verb} {obj}"
-    return _cap(body) + "."
+        parts = (subj, verb, obj)
+    return _cap(lex.sep.join(parts)) + lex.full_stop
 
 
 def title_for(rng: random.Random, lex: Lexicon, topic: tuple[str, ...]) -> str:
     adj, noun = rng.choice(lex.adj), rng.choice(topic)
-    phrase = f"{noun} {adj}" if lex.adj_after else f"{adj} {noun}"
-    return _cap(f"{phrase} {rng.choice(lex.prep)} {_noun_phrase(rng, lex, lex.noun)}")
+    phrase = (noun, adj) if lex.adj_after else (adj, noun)
+    return _cap(lex.sep.join((*phrase, rng.choice(lex.prep), _noun_phrase(rng, lex, lex.noun))))
 
 
 def high_content(rng: random.Random, lex: Lexicon, kind: str) -> MainContent:
@@ -147,7 +154,8 @@ def high_content(rng: random.Random, lex: Lexicon, kind: str) -> MainContent:
             for _ in range(rng.randint(3, 5)):
                 content.blocks.append(("li", sentence(rng, lex, topic)))
         n_sent = rng.randint(*SENTENCES_PER_PARAGRAPH)
-        content.blocks.append(("p", " ".join(sentence(rng, lex, topic) for _ in range(n_sent))))
+        between = "" if lex.full_stop == CJK_FULL_STOP else " "
+        content.blocks.append(("p", between.join(sentence(rng, lex, topic) for _ in range(n_sent))))
     return content
 
 
