@@ -184,7 +184,7 @@ class SQLiteFrontier:
 
     def politeness(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
         for host, part, state in self.db.execute("SELECT host, part, state FROM politeness"):
-            yield host, part, json.loads(state)
+            yield host, part, self._json_object(state, f"the politeness state {part!r} of host {host!r}")
 
     def set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
@@ -234,16 +234,21 @@ class SQLiteFrontier:
             pass
         for _ in self.hosts():
             pass
+        for _ in self.politeness():
+            pass
 
     def hosts(self) -> Iterator[tuple[str, dict[str, Any]]]:
         for host, record in self.db.execute("SELECT host, record FROM hosts"):
-            try:
-                data = json.loads(record)
-            except (TypeError, ValueError):
-                data = None
-            if not isinstance(data, dict):
-                raise FrontierError(f"{self.path}: the record of host {host!r} is not JSON")
-            yield host, data
+            yield host, self._json_object(record, f"the record of host {host!r}")
+
+    def _json_object(self, text: Any, what: str) -> dict[str, Any]:
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError):
+            data = None
+        if not isinstance(data, dict):
+            raise FrontierError(f"{self.path}: {what} is not JSON; start a new run with a fresh --out")
+        return data
 
 
 _ZSTD = zstandard.ZstdCompressor(level=1)  # kept only until the page is scored

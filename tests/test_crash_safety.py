@@ -7,6 +7,7 @@ import pickle
 import subprocess
 from pathlib import Path
 
+import pytest
 import zstandard
 from hostcrawl_cli import HOSTCRAWL
 
@@ -20,7 +21,7 @@ from crawler.sinks import (
     read_text_shards,
 )
 from scheduler.core import FrontierLimits, HostFrontier
-from scheduler.frontier import SQLiteFrontier, decode_meta, encode_meta
+from scheduler.frontier import FrontierError, SQLiteFrontier, decode_meta, encode_meta
 from scheduler.policies import make_policy
 
 
@@ -134,3 +135,13 @@ def test_a_page_fetched_but_not_scored_is_cleaned_again_not_fetched_again(tmp_pa
     assert resumed.next() is None  # budget spent; `first` is never handed out again
     resumed.observe(lease, 0.9)
     assert not list(resumed.store.fetched_pages())  # scored: done, gone from the frontier
+
+
+def test_a_host_or_politeness_row_that_is_not_json_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "frontier.sqlite3"
+    store = SQLiteFrontier(path)
+    store.db.execute("INSERT INTO politeness VALUES ('a.example', 'robots', ?)", (pickle.dumps({"x": 1}),))
+    store.close()
+    store = SQLiteFrontier(path)
+    with pytest.raises(FrontierError, match=r"politeness state 'robots' of host 'a\.example' is not JSON"):
+        store.check()

@@ -44,14 +44,15 @@ def recorded_pages(run: Path) -> int:
 
 
 def ok_responses(run: Path) -> collections.Counter[str]:
-    """200 responses archived per URL (robots.txt aside: it is the politeness layer's to refetch)."""
+    """200 responses archived per URL of a page (robots.txt and TDMRep files are not pages: the politeness
+    layer fetches them, with no page row)."""
     counts: collections.Counter[str] = collections.Counter()
     for path in sorted((run / "warc").glob("*.warc.gz")):
         with path.open("rb") as fh:
             for record in ArchiveIterator(fh):
                 if record.rec_type == "response" and record.http_headers.get_statuscode() == "200":
                     url = record.rec_headers.get_header("WARC-Target-URI")
-                    if not url.endswith("/robots.txt"):
+                    if not url.endswith(("/robots.txt", "/.well-known/tdmrep.json")):
                         counts[url] += 1
     return counts
 
