@@ -32,6 +32,7 @@ EXTENSIONS = {
     "crawler.limits.ResponseSizeCap": 10,
     "crawler.status.CrawlStatus": 490,  # the snapshot the progress line and the status page show
     "crawler.progress.LiveProgress": 500,
+    "crawler.plan_seeds.PlanBudgetSpill": 20,  # only with a recrawl plan
     "crawler.status_server.StatusServer": 510,
 }
 DOWNLOAD_HANDLERS = {
@@ -128,6 +129,8 @@ def _own_settings(
         "HOSTCRAWL_PER_HOST_BUDGET": pol.per_host_budget,
         "HOSTCRAWL_PRIORS": pol.priors,
         "HOSTCRAWL_TRUTH": pol.truth,
+        "HOSTCRAWL_PLAN": pol.plan,
+        "HOSTCRAWL_PREVIOUS": f.previous,
         "CONCURRENT_REQUESTS": f.concurrency,
         "DOWNLOAD_TIMEOUT": f.timeout,
         "DOWNLOAD_MAXSIZE": f.max_decoded_bytes,
