@@ -46,6 +46,7 @@ RUN_HOST_COLUMNS = (
     schema.Column("fetched", schema.INTEGER, "int64"),
     schema.Column("density_mean", schema.FLOAT, "double"),
     schema.Column("state", schema.STRING, "string"),
+    schema.Column("queued", schema.INTEGER, "int64"),  # URLs the run still had queued for the host
 )
 
 
@@ -155,13 +156,11 @@ def _ranks_sql(con: duckdb.DuckDBPyConnection, inputs: Inputs) -> tuple[str, str
 def _run_candidates(con: duckdb.DuckDBPyConnection, hosts: Path) -> pl.DataFrame:
     """A previous run: hosts with pages still queued and an estimated density at least the median."""
     files = schema.check_columns(hosts, RUN_HOST_COLUMNS)
-    names = set(schema.columns_of(files[0]))
-    queued = "queued" if "queued" in names else "NULL"
     source = db.parquet_source(files)
     frame = con.sql(
         f"""
         WITH run AS (
-            SELECT host, fetched, density_mean AS density, state, coalesce({queued}, fetched) AS unfetched,
+            SELECT host, fetched, density_mean AS density, state, queued AS unfetched,
                    language FROM {source} WHERE density_mean IS NOT NULL
         ), m AS (SELECT quantile_cont(density, 0.5) AS median FROM run)
         SELECT host, '{UNDER_CRAWLED}' AS reason, ({coverage.MISSED_HQ})::DOUBLE AS missing_hq,

@@ -187,9 +187,12 @@ def resolve_crawl_config(args: argparse.Namespace) -> CrawlConfig:
     if getattr(args, "plan", None):
         _apply_plan(config, args)
     if getattr(args, "previous", None):
-        from crawler.revisit import check_previous
+        from crawler.revisit import check_previous, previous_urls
 
-        config.fetch.previous = str(check_previous(args.previous))
+        previous = check_previous(args.previous)
+        config.fetch.previous = str(previous)
+        known = set(config.seeds)
+        config.seeds += [url for url in previous_urls(previous) if url not in known]
     p, f, c, pol = config.politeness, config.fetch, config.cleaning, config.policy
     overrides = [
         (args.policy, pol, "name"),

@@ -23,6 +23,7 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.tdmrep.TdmRepPolicy": 120,  # a host's tdmrep.json, once, when its first page arrives
     "crawler.routing.ProxyEverything": 745,
     "crawler.failures.FailureCounter": 940,  # every failed attempt, also those retried later
+    "crawler.revisit.RevisitMiddleware": 945,  # --previous: conditional GETs; a 304 gets its stored payload
     "crawler.warc_capture.WarcCaptureMiddleware": 950,
 }
 EXTENSIONS = {

@@ -120,3 +120,27 @@ def test_bad_plans_fail_before_anything_is_written(planned: PlannedCrawl, tmp_pa
         assert messages[name] in process.stderr and str(path) in process.stderr
         assert not out.exists()
     assert {c.name for c in PLAN_COLUMNS} <= set(good.columns)
+
+
+def test_a_plan_from_the_run_picks_the_good_hosts_it_left_shallow(
+    planned: PlannedCrawl, tmp_path: Path
+) -> None:
+    out = tmp_path / "again.parquet"
+    process = hostcrawl(
+        "recrawl", "plan", "--previous", str(planned.run_dir), "--budget", "200", "--max-tld-share", "1",
+        "--max-language-share", "1", "--scheme", "http", "--out", str(out),
+    )  # fmt: skip
+    assert process.returncode == 0, process.stderr
+    plan = pl.read_parquet(out)
+    hosts = pl.read_parquet(planned.run_dir / "hosts.parquet")
+    assert set(plan["reason"]) == {"under-crawled last run"}
+    chosen = plan.join(hosts, on="host")
+    assert chosen.height == plan.height
+    assert (chosen["queued"] > 0).all()
+    assert set(chosen["state"]) <= {"new", "sampling", "scored", "deepening"}
+    median = hosts.filter(pl.col("density_mean").is_not_null())["density_mean"].median()
+    assert (chosen["density_mean"] >= median).all()
+    assert chosen["missing_hq"].to_list() == pytest.approx(
+        (chosen["queued"] * chosen["density_mean"]).to_list()
+    )
+    assert (plan["budget"] <= plan["unfetched"]).all() and plan["budget"].sum() <= 200
