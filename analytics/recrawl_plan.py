@@ -112,45 +112,57 @@ def _index_candidates(con: duckdb.DuckDBPyConnection, inputs: Inputs, cfg: PlanC
     )
     if median_cov is None:
         raise InputError("no host has both a capture (nutch_fetched > 0) and an annotation: nothing to plan")
-    ranks = _ranks_sql(con, inputs)
     frame = con.sql(
         f"""
-        WITH c AS (
-            SELECT *, {HOST_FROM_SURT} AS name,
-                   percent_rank() OVER (ORDER BY hc) AS hc_pct, percent_rank() OVER (ORDER BY pr) AS pr_pct
-            FROM cov
-        )
-        SELECT c.name AS host,
+        SELECT {HOST_FROM_SURT} AS host,
                CASE WHEN {coverage.gem_sql(median_cov, gem_density)} THEN '{GEM}' ELSE '{UNDER_COVERED}' END
                    AS reason,
                ({coverage.MISSED_HQ})::DOUBLE AS missing_hq, unfetched::BIGINT AS unfetched,
-               density, coverage::DOUBLE AS coverage,
-               {ranks[0] if ranks else "CASE WHEN c.hc IS NULL THEN NULL ELSE c.hc_pct END"} AS hc_percentile,
-               {ranks[1] if ranks else "CASE WHEN c.pr IS NULL THEN NULL ELSE c.pr_pct END"} AS pr_percentile,
+               density, coverage::DOUBLE AS coverage, hc, pr,
                coalesce(tld, '') AS tld, coalesce(language, '') AS language
-        FROM c {ranks[2] if ranks else ""}
+        FROM cov
         WHERE coverage < {float(median_cov)} AND density >= {float(median_density)} AND unfetched > 0
         """
     ).pl()
+    if inputs.ranks is not None:
+        frame = _with_ranks(con, inputs.ranks, frame)
+    else:  # the host index's own hcrank / prank, as percentiles among its annotated, captured hosts
+        frame = frame.with_columns(
+            hc_percentile=_percentiles(con, "SELECT hc FROM cov WHERE hc IS NOT NULL", frame["hc"]),
+            pr_percentile=_percentiles(con, "SELECT pr FROM cov WHERE pr IS NOT NULL", frame["pr"]),
+        )
     con.execute("DROP TABLE IF EXISTS cov")
     cfg.crawl = crawl
-    return frame.with_columns(
+    return frame.drop("hc", "pr").with_columns(
         pl.lit(float(median_cov)).alias("_median_coverage"), pl.lit(float(gem_density)).alias("_gem_density")
     )
 
 
-def _ranks_sql(con: duckdb.DuckDBPyConnection, inputs: Inputs) -> tuple[str, str, str] | None:
-    """Percentiles of the web-graph ranks (graph package's parquet), joined on the www-insensitive host."""
-    if inputs.ranks is None:
-        return None
+def _percentiles(con: duckdb.DuckDBPyConnection, sql: str, values: pl.Series) -> pl.Series:
+    """Share of all rows of `sql` at or below each value (one sort and a binary search, not a window)."""
+    column = con.execute(sql).fetchnumpy()
+    population = np.sort(np.asarray(next(iter(column.values())), dtype=np.float64))
+    x = values.cast(pl.Float64).fill_null(np.nan).to_numpy()
+    share = np.searchsorted(population, x, side="right") / max(len(population), 1)
+    return pl.Series(np.where(np.isnan(x), np.nan, share)).fill_nan(None)
+
+
+def _with_ranks(con: duckdb.DuckDBPyConnection, ranks: Path, frame: pl.DataFrame) -> pl.DataFrame:
+    """HC/PR percentiles from the web-graph ranks parquet, joined on the www-insensitive host name."""
     from analytics.study import ranks_view
 
-    ranks_view(con, inputs.ranks)
-    con.execute(
-        """CREATE OR REPLACE TEMP TABLE rank_pct AS SELECT key, percent_rank() OVER (ORDER BY hc) AS hcp,
-           percent_rank() OVER (ORDER BY pr) AS prp FROM ranks"""
-    )
-    return "r.hcp", "r.prp", f"LEFT JOIN rank_pct r ON r.key = {db.www_key_sql('c.name')}"
+    ranks_view(con, ranks)
+    con.register("candidates", frame.select("host").to_arrow())
+    joined = con.sql(
+        f"""SELECT c.host, r.hc AS rank_hc, r.pr AS rank_pr FROM candidates c
+            LEFT JOIN ranks r ON r.key = {db.www_key_sql("c.host")}"""
+    ).pl()
+    con.unregister("candidates")
+    frame = frame.join(joined, on="host", how="left")
+    return frame.with_columns(
+        hc_percentile=_percentiles(con, "SELECT hc FROM ranks WHERE hc IS NOT NULL", frame["rank_hc"]),
+        pr_percentile=_percentiles(con, "SELECT pr FROM ranks WHERE pr IS NOT NULL", frame["rank_pr"]),
+    ).drop("rank_hc", "rank_pr")
 
 
 def _run_candidates(con: duckdb.DuckDBPyConnection, hosts: Path) -> pl.DataFrame:

@@ -54,6 +54,13 @@ def test_plan_chooses_the_truly_under_covered_good_hosts(index: HostIndexFiles, 
     top, bottom = plan.sort("missing_hq").tail(5), plan.sort("missing_hq").head(5)
     assert top["budget"].mean() > 3 * bottom["budget"].mean()
     assert set(plan["reason"]) <= {"gem", "under-covered"}
+    # Priors: HC/PR percentiles of the host index's ranks (here made from the test web's in-links).
+    assert plan["hc_percentile"].is_between(0, 1).all() and plan["pr_percentile"].is_between(0, 1).all()
+    by_links = chosen.sort("in_links")
+    assert (
+        by_links["hc_percentile"].is_sorted()
+        or chosen.select(pl.corr("hc_percentile", "in_links", method="spearman")).item() > 0.99
+    )
     assert plan["seed_url"].str.starts_with("https://").all()
     summary = json.loads(out.with_suffix(".json").read_text())
     assert summary["hosts"] == plan.height and summary["config"]["crawl"] == CRAWL

@@ -84,6 +84,7 @@ def write_host_index(model: SiteModel, out: Path, seed: int | None = None) -> Ho
             "true_density": [h.n_high / h.n_pages for h in hosts],
             "missing_hq_true": np.array([h.n_high for h in hosts]) - fetched_high,
             "n_pages": n_pages,
+            "in_links": in_links.astype(np.int64),
             "hostile": [h.hostile for h in hosts],
         },
         schema_overrides={"hostile": pl.String},
