@@ -152,17 +152,20 @@ def _with_ranks(con: duckdb.DuckDBPyConnection, ranks: Path, frame: pl.DataFrame
     from analytics.study import ranks_view
 
     ranks_view(con, ranks)
+    con.execute("CREATE OR REPLACE TEMP TABLE plan_ranks AS SELECT * FROM ranks")  # the view's work, once
     con.register("candidates", frame.select("host").to_arrow())
     joined = con.sql(
         f"""SELECT c.host, r.hc AS rank_hc, r.pr AS rank_pr FROM candidates c
-            LEFT JOIN ranks r ON r.key = {db.www_key_sql("c.host")}"""
+            LEFT JOIN plan_ranks r ON r.key = {db.www_key_sql("c.host")}"""
     ).pl()
     con.unregister("candidates")
     frame = frame.join(joined, on="host", how="left")
-    return frame.with_columns(
-        hc_percentile=_percentiles(con, "SELECT hc FROM ranks WHERE hc IS NOT NULL", frame["rank_hc"]),
-        pr_percentile=_percentiles(con, "SELECT pr FROM ranks WHERE pr IS NOT NULL", frame["rank_pr"]),
+    frame = frame.with_columns(
+        hc_percentile=_percentiles(con, "SELECT hc FROM plan_ranks WHERE hc IS NOT NULL", frame["rank_hc"]),
+        pr_percentile=_percentiles(con, "SELECT pr FROM plan_ranks WHERE pr IS NOT NULL", frame["rank_pr"]),
     ).drop("rank_hc", "rank_pr")
+    con.execute("DROP TABLE plan_ranks")
+    return frame
 
 
 def _run_candidates(con: duckdb.DuckDBPyConnection, hosts: Path) -> pl.DataFrame:

@@ -132,3 +132,21 @@ def test_bad_inputs_fail_with_one_line_and_write_nothing(index: HostIndexFiles, 
     assert process.returncode == 2 and "plan would be empty" in process.stderr
     assert not out.exists() and not out.with_suffix(".json").exists()
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_ranks_give_the_percentiles_and_synth_data_plans(tmp_path: Path) -> None:
+    data = tmp_path / "synth"
+    made = hostcrawl("study", "synth", "--hosts", "3000", "--out", str(data))
+    assert made.returncode == 0, made.stderr
+    out = tmp_path / "plan.parquet"
+    process = hostcrawl("recrawl", "plan", "--data", str(data), "--budget", "2000", "--out", str(out))
+    assert process.returncode == 0, process.stderr
+    plan = pl.read_parquet(out)
+    ranks = pl.read_parquet(data / "ranks.parquet", columns=["host", "hc_val"])
+    ranks = ranks.with_columns(host=pl.col("host").str.replace(r"^www\.", ""))
+    joined = plan.join(ranks, on="host")
+    assert joined.height >= 0.9 * plan.height  # www and bare spellings both find their rank
+    assert joined.select(pl.corr("hc_percentile", "hc_val", method="spearman")).item() > 0.99
+    assert plan["budget"].sum() == 2000
+    shares = json.loads(out.with_suffix(".json").read_text())["shares"]
+    assert max(shares["tld"].values()) <= 0.3 and max(shares["language"].values()) <= 0.6
