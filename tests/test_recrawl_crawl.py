@@ -35,7 +35,7 @@ class PlannedCrawl:
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory: pytest.TempPathFactory) -> PlannedCrawl:
     base = tmp_path_factory.mktemp("recrawl")
-    cfg = TestWebConfig(n_hosts=150, seed=14, hostile_share=0)
+    cfg = TestWebConfig(n_hosts=150, seed=14, hostile_share=0, directives_share=0)
     index = write_host_index(SiteModel(cfg), base / "cc")
     plan_path = base / "plan.parquet"
     made = hostcrawl(

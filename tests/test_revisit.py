@@ -22,10 +22,10 @@ from crawler.warc import FetchRecord, WarcWriter
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # three real crawls
 
-WEB = TestWebConfig(n_hosts=12, seed=5, hostile_share=0)
+WEB = TestWebConfig(n_hosts=12, seed=5, hostile_share=0, directives_share=0)
 COMMON = ("--allow-private", "--min-delay", "0.05", "--timeout", "3", "--no-progress", "--policy", "bfs")
 COMMON += ("--workers", "1")
-EPOCH_1 = TestWebConfig(n_hosts=12, seed=5, hostile_share=0, epoch=1, change_share=0.3)
+EPOCH_1 = TestWebConfig(n_hosts=12, seed=5, hostile_share=0, directives_share=0, epoch=1, change_share=0.3)
 
 
 @dataclass
@@ -105,7 +105,7 @@ def test_unchanged_web_is_revisited_without_fetching_a_body_twice(crawls: dict[s
         assert h["WARC-Refers-To"] == earlier[url]["WARC-Record-ID"]
     # The revisited pages were still cleaned and scored, but their text is not curated a second time.
     assert revisited["n_words"].sum() > 0
-    texts = [d["url"] for d in read_text_shards(same.run / "text")]
+    texts = [d["metadata"]["url"] for d in read_text_shards(same.run / "text")]
     assert not urls & set(texts)
     assert len(texts) == len(set(texts))
     _warcs_pass_check(first.run)
