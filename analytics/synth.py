@@ -125,7 +125,7 @@ def _pct(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
     return np.rint(100 * part / np.maximum(whole, 1)).astype(np.int8)
 
 
-def _host_index_rows(
+def host_index_rows(
     names: pl.DataFrame,
     rng: np.random.Generator,
     counts: dict[str, np.ndarray] | None,
@@ -177,7 +177,7 @@ def _host_index_rows(
     return pa.Table.from_arrays(arrays, schema=HOST_INDEX_SCHEMA)
 
 
-def _annotation_rows(surt: pl.Series, rng: np.random.Generator, density: np.ndarray) -> pa.Table:
+def annotation_rows(surt: pl.Series, rng: np.random.Generator, density: np.ndarray) -> pa.Table:
     """GneissWeb columns; gneissweb_education carries the host's observed quality density."""
     n = len(surt)
     topic = rng.dirichlet((1.0, 1.0, 1.0), n)
@@ -255,9 +255,9 @@ def generate(cfg: m.SynthConfig, out: Path, progress: Callable[[str], None] | No
                 dens_true.append(density)
                 hc_crawled.append(hc[:crawled])
                 index_writer.write_table(
-                    _host_index_rows(names[:crawled], rng, counts, hc[:crawled], pr[:crawled], block.language)
+                    host_index_rows(names[:crawled], rng, counts, hc[:crawled], pr[:crawled], block.language)
                 )
-                notes_writer.write_table(_annotation_rows(names["surt_host_name"][:crawled], rng, observed))
+                notes_writer.write_table(annotation_rows(names["surt_host_name"][:crawled], rng, observed))
                 in_pages = min(crawled, max(page_hosts - start, 0))
                 if in_pages:
                     table = _pages(
@@ -274,7 +274,7 @@ def generate(cfg: m.SynthConfig, out: Path, progress: Callable[[str], None] | No
             if crawled < stop - start:
                 lo = max(crawled, 0)
                 index_writer.write_table(
-                    _host_index_rows(names[lo:], rng, None, hc[lo:], pr[lo:], d.language[lo:])
+                    host_index_rows(names[lo:], rng, None, hc[lo:], pr[lo:], d.language[lo:])
                 )
             if progress:
                 progress(f"hosts {stop:,}/{total:,}")

@@ -103,6 +103,18 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--priors", help="ranks parquet from `hostcrawl graph ingest` (HC/PR tie-breaks)")
     p.add_argument("--truth", help="test web hosts.parquet with true densities (oracle policies only)")
     p.add_argument(
+        "--plan",
+        type=Path,
+        help="recrawl plan from `hostcrawl recrawl plan`: seeds its hosts with their budgets and priors; "
+        "--max-pages defaults to the plan's total; links to other hosts are not followed",
+    )
+    p.add_argument(
+        "--previous",
+        type=Path,
+        metavar="RUN",
+        help="a previous run: pages it fetched are revisited with conditional GETs (WARC revisit records)",
+    )
+    p.add_argument(
         "--resume",
         type=Path,
         metavar="RUN",
@@ -172,6 +184,15 @@ def resolve_crawl_config(args: argparse.Namespace) -> CrawlConfig:
     if args.seeds:
         config.seeds = config.seeds + load_seeds(args.seeds)
     config.seeds += [check_seed(url, f"argument {i + 1}") for i, url in enumerate(args.urls)]
+    if getattr(args, "plan", None):
+        _apply_plan(config, args)
+    if getattr(args, "previous", None):
+        from crawler.revisit import check_previous, previous_urls
+
+        previous = check_previous(args.previous)
+        config.fetch.previous = str(previous)
+        known = set(config.seeds)
+        config.seeds += [url for url in previous_urls(previous) if url not in known]
     p, f, c, pol = config.politeness, config.fetch, config.cleaning, config.policy
     overrides = [
         (args.policy, pol, "name"),
@@ -254,6 +275,17 @@ def why_nothing(stats: dict[str, object]) -> str:
     if any(key.startswith("fetch/refused/") for key in reasons):
         text += "; loopback/private addresses are refused unless you pass --allow-private"
     return text or "see crawl.log"
+
+
+def _apply_plan(config: CrawlConfig, args: argparse.Namespace) -> None:
+    from crawler.plan_seeds import load_plan, plan_budget, plan_seeds
+
+    plan = load_plan(args.plan)
+    config.seeds = config.seeds + plan_seeds(plan)
+    config.policy.plan = str(args.plan.resolve())
+    config.fetch.follow_cross_host = False  # the plan's hosts, not what they link to
+    if args.max_pages is None:
+        config.fetch.max_pages = plan_budget(plan)
 
 
 def cmd_crawl(args: argparse.Namespace) -> int:

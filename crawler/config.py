@@ -68,6 +68,7 @@ class FetchConfig:
     allow: list[str] = field(default_factory=list)  # follow only links matching one of these regexes
     deny: list[str] = field(default_factory=list)  # never follow links matching one of these regexes
     proxy: str | None = None  # http proxy every request goes through (the local test web)
+    previous: str | None = None  # a previous run: its pages are revisited with conditional GETs
 
 
 @dataclass(slots=True)
@@ -78,6 +79,7 @@ class PolicyConfig:
     per_host_budget: int = 0  # pages per host, 0 = no cap
     priors: str | None = None  # ranks parquet (hostcrawl graph ingest) for HC/PR priors
     truth: str | None = None  # the test web's hosts.parquet: only the oracle policy reads it
+    plan: str | None = None  # a recrawl plan (hostcrawl recrawl plan): seeds, per-host budgets, priors
 
 
 @dataclass(slots=True)

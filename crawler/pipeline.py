@@ -220,9 +220,10 @@ class CleanScoreStorePipeline:
                 self.stats.inc_value(f"page/kept_out/{withheld}")  # noindex or opted out of AI training
             else:
                 self.stats.inc_value("page/curated" if row["curated"] else "page/below_threshold")
-        if row["curated"]:
+        revisit = bool(item.get("revisit"))  # unchanged since the previous run: its text is curated there
+        if row["curated"] and not revisit:
             self.text.write(self._doc(item, result))
-        self._write_metadata(item, row, result.text)
+        self._write_metadata(item, row, None if revisit else result.text)
 
     def _doc(self, item: dict[str, Any], result: PageResult) -> dict[str, Any]:
         """A curated page as datatrove and dolma read it: id, text, dolma's source/added/created, and

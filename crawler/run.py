@@ -15,6 +15,7 @@ from scrapy.crawler import CrawlerProcess
 from cleaner.quality import score_column
 from crawler.config import ConfigError, CrawlConfig, validate
 from crawler.dedup import dedup_text
+from crawler.plan_report import plan_section
 from crawler.politeness import Politeness
 from crawler.report import write_report
 from crawler.run_stats import PRIOR_STATS_META, STATS_META, dumps_stats, jsonable, loads_stats, merge_stats
@@ -147,7 +148,7 @@ def finish_run(
         }
     )
     (run_dir / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n")
-    render_report(run_dir, config, stats)
+    render_report(run_dir, config, stats, plan_section(run_dir, config))
     return stats
 
 

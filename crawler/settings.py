@@ -23,6 +23,7 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.tdmrep.TdmRepPolicy": 120,  # a host's tdmrep.json, once, when its first page arrives
     "crawler.routing.ProxyEverything": 745,
     "crawler.failures.FailureCounter": 940,  # every failed attempt, also those retried later
+    "crawler.revisit.RevisitMiddleware": 945,  # --previous: conditional GETs; a 304 gets its stored payload
     "crawler.warc_capture.WarcCaptureMiddleware": 950,
 }
 EXTENSIONS = {
@@ -32,6 +33,7 @@ EXTENSIONS = {
     "crawler.limits.ResponseSizeCap": 10,
     "crawler.status.CrawlStatus": 490,  # the snapshot the progress line and the status page show
     "crawler.progress.LiveProgress": 500,
+    "crawler.plan_seeds.PlanBudgetSpill": 20,  # only with a recrawl plan
     "crawler.status_server.StatusServer": 510,
 }
 DOWNLOAD_HANDLERS = {
@@ -128,6 +130,8 @@ def _own_settings(
         "HOSTCRAWL_PER_HOST_BUDGET": pol.per_host_budget,
         "HOSTCRAWL_PRIORS": pol.priors,
         "HOSTCRAWL_TRUTH": pol.truth,
+        "HOSTCRAWL_PLAN": pol.plan,
+        "HOSTCRAWL_PREVIOUS": f.previous,
         "CONCURRENT_REQUESTS": f.concurrency,
         "DOWNLOAD_TIMEOUT": f.timeout,
         "DOWNLOAD_MAXSIZE": f.max_decoded_bytes,

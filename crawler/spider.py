@@ -19,6 +19,7 @@ from twisted.python.failure import Failure
 
 from crawler.directives import TDM_HEADER, PageDirectives, page_directives, product_token
 from crawler.failures import failure_reason
+from crawler.revisit import REVISIT_META
 from crawler.tdmrep import RESERVED_META
 from crawler.warc_capture import FETCHED_AT_META, WARC_ID_META, WARC_LOCATION_META
 from scheduler.scrapy_scheduler import DISCOVER_META, LEASE_META, POLICY_META
@@ -63,6 +64,7 @@ def page_record(url: str, meta: dict[str, Any], **fields: Any) -> dict[str, Any]
         "noindex": False,  # the page asks not to be indexed: archived, never curated
         "nofollow": False,  # the page asks that its links not be followed
         "optout": None,  # why the page opts out of AI training (crawler/directives.py), or None
+        "revisit": meta.get(REVISIT_META),  # a revisit's profile (--previous): its text is already curated
         "html": None,
         "_lease": lease,
     }

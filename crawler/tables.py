@@ -54,6 +54,7 @@ PAGE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "curated": pl.Boolean,
     "title": pl.String,
     "language": pl.String,
+    "revisit": pl.String,  # --previous: the WARC revisit profile of an unchanged page
 }
 
 

@@ -189,6 +189,11 @@ class WarcWriter:
         offset = self._fh.tell()
         self._write("response", warc_headers, http_headers, rec.payload)
         self.last_response = WarcLocation(self._current.name, offset, self._fh.tell() - offset)
+        self._write_request(rec, url, date, response_id)
+        self._after_write()
+        return response_id
+
+    def _write_request(self, rec: FetchRecord, url: str, date: str, response_id: str) -> None:
         target, host = _request_target_and_host(url)
         req_headers = list(rec.request_headers)
         if not any(name.lower() == "host" for name, _ in req_headers):
@@ -205,8 +210,6 @@ class WarcWriter:
             ip_address=rec.ip_address,
         )
         self._write("request", warc_headers, request_line, b"")
-        self._after_write()
-        return response_id
 
     def write_metadata(self, url: str, refers_to: str, data: dict) -> str:
         """Archive scores known only after cleaning, linked to the response they describe."""

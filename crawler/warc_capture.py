@@ -13,6 +13,7 @@ from scrapy import signals
 from scrapy.utils.httpobj import urlparse_cached
 
 from crawler import __version__
+from crawler.revisit import PREVIOUS_META, REVISIT_META, revisit_of, write_revisit
 from crawler.warc import FetchRecord, WarcWriter
 from crawler.warc_files import write_cdxj
 
@@ -100,6 +101,14 @@ class WarcCaptureMiddleware:
         )
         if record.truncated == "disconnect":
             self.stats.inc_value("fetch/truncated/disconnect")
+        profile = revisit_of(request.meta, response.status, response.body)
+        if profile is not None:  # a revisit of an earlier capture: not a new response record
+            request.meta[REVISIT_META] = profile
+            request.meta[WARC_ID_META] = write_revisit(
+                self.writer, record, request.meta[PREVIOUS_META], profile
+            )
+            self.stats.inc_value("warc/records/revisit")
+            return response
         request.meta[WARC_ID_META] = self.writer.write_fetch(record)
         if (where := self.writer.last_response) is not None:
             request.meta[WARC_LOCATION_META] = {

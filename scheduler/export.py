@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import polars as pl
@@ -18,6 +19,7 @@ HOST_STATE_SCHEMA: dict[str, type[pl.DataType]] = {
     "scored_pages": pl.Int64,
     "density_mean": pl.Float64,
     "density_sd": pl.Float64,
+    "queued": pl.Int64,  # URLs still queued when the run ended (a recrawl plan's "left shallow")
 }
 
 
@@ -28,6 +30,7 @@ def host_states(db_path: Path) -> pl.DataFrame:
     store = SQLiteFrontier(db_path)
     rows = []
     try:
+        queued = Counter(url.host for url in store.pending())
         for host, data in store.hosts():
             samples = list(data.get("sample_scores", []))
             high, low = int(data.get("high", 0)), int(data.get("low", 0))
@@ -42,6 +45,7 @@ def host_states(db_path: Path) -> pl.DataFrame:
                     "scored_pages": high + low,
                     "density_mean": a / (a + b),
                     "density_sd": (a * b / ((a + b) ** 2 * (a + b + 1))) ** 0.5,
+                    "queued": queued.get(host, 0),
                 }
             )
     finally:

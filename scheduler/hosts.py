@@ -62,9 +62,11 @@ class HostRecord:
     version: int = 0  # bumped whenever its priority may have changed
     shapes: dict[str, list[int]] = field(default_factory=dict)  # URL shape -> [high, low] pages seen
     sitemap_read: bool = False  # its URLs are all known: index pages are no longer needed to find them
+    prior_alpha: float = PRIOR_ALPHA  # a recrawl plan starts a host's estimate from its density prior
+    prior_beta: float = PRIOR_BETA
 
     def posterior(self) -> tuple[float, float]:
-        return PRIOR_ALPHA + self.high, PRIOR_BETA + self.low
+        return self.prior_alpha + self.high, self.prior_beta + self.low
 
     def density_mean(self) -> float:
         a, b = self.posterior()

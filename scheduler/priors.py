@@ -1,4 +1,5 @@
-"""Host priors (centrality percentiles) and, for benchmarks only, the test web's true densities."""
+"""Host priors (centrality percentiles; a recrawl plan's density and page budget) and, for benchmarks only,
+the test web's true densities."""
 
 from __future__ import annotations
 
@@ -7,6 +8,12 @@ from pathlib import Path
 from typing import Protocol
 
 import polars as pl
+
+from scheduler.hosts import HostRecord
+
+# A recrawl plan's density estimate counts as this many pages seen; the host's own scores soon outweigh it.
+PLAN_PRIOR_PAGES = 4.0
+PLAN_DENSITY_RANGE = (0.02, 0.98)
 
 
 class Prior(Protocol):
@@ -31,17 +38,47 @@ class StaticPrior:
 class StaticPriors:
     """Priors from a table already in memory (small crawls, the test web's in-link counts)."""
 
-    table: dict[str, StaticPrior]
+    table: dict[str, StaticPrior] | dict[str, PlanPrior]
 
-    def lookup(self, host: str) -> StaticPrior | None:
+    def lookup(self, host: str) -> StaticPrior | PlanPrior | None:
         return self.table.get(host.lower())
 
 
+@dataclass(slots=True, frozen=True)
+class PlanPrior:
+    """A recrawl plan's row: centrality percentiles, estimated density and the page budget given."""
+
+    hc_percentile: float | None
+    pr_percentile: float | None
+    density: float | None
+    budget: int
+
+
+def apply_prior(record: HostRecord, prior: Prior | None) -> None:
+    """The on_new_host hook's work: centrality, and for a planned host its budget and density prior."""
+    if prior is None:
+        return
+    record.hc_percentile, record.pr_percentile = prior.hc_percentile, prior.pr_percentile
+    if isinstance(prior, PlanPrior):
+        record.budget = prior.budget
+        if prior.density is not None:
+            lo, hi = PLAN_DENSITY_RANGE
+            density = min(max(prior.density, lo), hi)
+            record.prior_alpha, record.prior_beta = (
+                density * PLAN_PRIOR_PAGES,
+                (1 - density) * PLAN_PRIOR_PAGES,
+            )
+
+
 def load_priors(path: str | Path | None) -> PriorLookup | None:
-    """A Common Crawl ranks parquet (graph ingest) or a test web hosts.parquet (in-link percentiles)."""
+    """A Common Crawl ranks parquet (graph ingest), a test web hosts.parquet (in-link percentiles), or a
+    recrawl plan (`hostcrawl recrawl plan`: percentiles, density and budget per host)."""
     if not path:
         return None
     columns = pl.read_parquet_schema(path)
+    if "budget" in columns and "density" in columns:
+        plan = pl.read_parquet(path, columns=["host", "hc_percentile", "pr_percentile", "density", "budget"])
+        return StaticPriors({h.lower(): PlanPrior(hc, pr, d, int(b)) for h, hc, pr, d, b in plan.iter_rows()})
     if "in_links" in columns:
         frame = pl.read_parquet(path, columns=["host", "in_links"]).with_columns(
             pct=(pl.col("in_links").rank("average") / pl.len())

@@ -15,7 +15,7 @@ from scheduler.frontier import SQLiteFrontier, decode_meta, encode_meta
 from scheduler.hosts import HostRecord
 from scheduler.lease import Lease
 from scheduler.policies import PolicyConfig, make_policy
-from scheduler.priors import load_priors, load_truth
+from scheduler.priors import apply_prior, load_priors, load_truth
 from scheduler.urls import canonical
 
 if TYPE_CHECKING:
@@ -73,7 +73,8 @@ class HostScheduler:
             threshold=settings.getfloat("HOSTCRAWL_THRESHOLD"),
             fill_hosts=max(1, settings.getint("CONCURRENT_REQUESTS") // 8),
         )
-        self.priors = load_priors(settings.get("HOSTCRAWL_PRIORS"))
+        # a recrawl plan carries the hosts' percentiles itself, and their budgets and density priors
+        self.priors = load_priors(settings.get("HOSTCRAWL_PLAN") or settings.get("HOSTCRAWL_PRIORS"))
         self.frontier: HostFrontier | None = None
         self.spider: Any = None
         self.wakeup: Any = None
@@ -135,9 +136,7 @@ class HostScheduler:
         return self.frontier is not None and self.frontier.has_pending()
 
     def _apply_prior(self, record: HostRecord) -> None:
-        prior = None if self.priors is None else self.priors.lookup(record.host)
-        if prior is not None:
-            record.hc_percentile, record.pr_percentile = prior.hc_percentile, prior.pr_percentile
+        apply_prior(record, None if self.priors is None else self.priors.lookup(record.host))
         self.crawler.signals.send_catch_log(signal=host_discovered, host=record.host)
 
     def enqueue_request(self, request: Request) -> bool:

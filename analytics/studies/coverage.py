@@ -24,13 +24,28 @@ def crawls_in(files: list[Path]) -> list[str]:
     return sorted({m.group(1) for f in files if (m := CRAWL_RE.search(str(f)))})
 
 
-def coverage_table_sql(host_index: str, annotations: str, quality: str, crawl: str | None) -> str:
-    """One row per crawled, annotated host: coverage (nutch_fetched_pct), uncrawled URLs, quality density."""
+# The one definition of the estimated uncrawled high-quality pages of a host (the recrawl plan uses it too):
+# its unfetched URLs are assumed as good as its fetched ones.
+MISSED_HQ = "unfetched * density"
+
+
+def gem_sql(median_coverage: float, gem_density: float) -> str:
+    """The one definition of a hidden gem, as a condition over a coverage table's row."""
+    return f"coverage < {float(median_coverage)} AND density >= {float(gem_density)}"
+
+
+def coverage_table_sql(
+    host_index: str, annotations: str, quality: str, crawl: str | None, extra: str = ""
+) -> str:
+    """One row per crawled, annotated host: coverage (nutch_fetched_pct), uncrawled URLs, quality density.
+
+    `extra` adds select expressions over `h` (host index) and `a` (annotations), e.g. for the recrawl plan."""
     crawl_join = " AND a.crawl = h.crawl" if crawl else ""
     crawl_filter = f" AND h.crawl = {db.quote(crawl)}" if crawl else ""
+    more = f", {extra}" if extra else ""
     return f"""
         SELECT h.surt_host_name AS host, h.url_host_tld AS tld, h.nutch_fetched_pct::INTEGER AS coverage,
-               h.nutch_unfetched::BIGINT AS unfetched, ({quality})::DOUBLE AS density
+               h.nutch_unfetched::BIGINT AS unfetched, ({quality})::DOUBLE AS density{more}
         FROM {host_index} h JOIN {annotations} a ON a.surt_host_name = h.surt_host_name{crawl_join}
         WHERE h.nutch_fetched > 0{crawl_filter} AND ({quality}) IS NOT NULL
     """
@@ -40,7 +55,7 @@ def bins_sql(table: str) -> str:
     """Quality by coverage decile bin, and each bin's share of hosts and of the missed high-quality pages."""
     return f"""
         WITH b AS (
-            SELECT least(coverage // 10, 9) AS bin, density, unfetched * density AS missed FROM {table}
+            SELECT least(coverage // 10, 9) AS bin, density, {MISSED_HQ} AS missed FROM {table}
         )
         SELECT (bin * 10)::VARCHAR || '-' || CASE WHEN bin = 9 THEN '100' ELSE (bin * 10 + 9)::VARCHAR END
                    AS coverage_bin,
@@ -60,8 +75,8 @@ def thresholds_sql(table: str) -> str:
 def gems_sql(table: str, median_coverage: float, gem_density: float) -> str:
     """Hidden gems: coverage below the median, density in the top decile; biggest missed budget first."""
     return f"""
-        SELECT host, tld, coverage, density, unfetched, unfetched * density AS missed_hq FROM {table}
-        WHERE coverage < {float(median_coverage)} AND density >= {float(gem_density)}
+        SELECT host, tld, coverage, density, unfetched, {MISSED_HQ} AS missed_hq FROM {table}
+        WHERE {gem_sql(median_coverage, gem_density)}
         ORDER BY missed_hq DESC, host
     """
 
@@ -69,19 +84,18 @@ def gems_sql(table: str, median_coverage: float, gem_density: float) -> str:
 def tld_sql(table: str, median_coverage: float, gem_density: float) -> str:
     return f"""
         SELECT tld, count(*) AS hosts, count(*) / sum(count(*)) OVER () AS host_share,
-               sum(unfetched * density) AS missed_hq,
-               sum(unfetched * density) / nullif(sum(sum(unfetched * density)) OVER (), 0) AS missed_share,
+               sum({MISSED_HQ}) AS missed_hq,
+               sum({MISSED_HQ}) / nullif(sum(sum({MISSED_HQ})) OVER (), 0) AS missed_share,
                quantile_cont(coverage, 0.5) AS median_coverage,
-               count(*) FILTER (WHERE coverage < {float(median_coverage)} AND density >= {float(gem_density)})
-                   AS gems
+               count(*) FILTER (WHERE {gem_sql(median_coverage, gem_density)}) AS gems
         FROM {table} GROUP BY tld ORDER BY missed_hq DESC, tld LIMIT {TOP_TLDS}
     """
 
 
 def missed_sql(table: str) -> str:
     """Estimated uncrawled high-quality pages, in all and on hosts crawled below LOW_COVERAGE percent."""
-    return f"""SELECT coalesce(sum(unfetched * density), 0),
-                      coalesce(sum(unfetched * density) FILTER (WHERE coverage < {LOW_COVERAGE}), 0)
+    return f"""SELECT coalesce(sum({MISSED_HQ}), 0),
+                      coalesce(sum({MISSED_HQ}) FILTER (WHERE coverage < {LOW_COVERAGE}), 0)
                FROM {table}"""
 
 
@@ -90,14 +104,18 @@ def grid_sql(table: str) -> str:
     return f"""
         SELECT least(coverage // 10, 9) * 10 AS coverage_from,
                least(floor(density * 10), 9) / 10 AS density_from,
-               count(*) AS hosts, sum(unfetched * density) / nullif(sum(sum(unfetched * density)) OVER (), 0)
+               count(*) AS hosts, sum({MISSED_HQ}) / nullif(sum(sum({MISSED_HQ})) OVER (), 0)
                    AS missed_share
         FROM {table} GROUP BY ALL ORDER BY ALL
     """
 
 
-def _sources(inputs: Inputs, quality: str, crawl: str | None) -> tuple[str, str, str | None]:
-    """read_parquet sources selecting only the columns needed, and the crawl to use."""
+def sources(
+    inputs: Inputs, quality: str, crawl: str | None, extra_index: tuple[str, ...] = ()
+) -> tuple[str, str, str | None]:
+    """read_parquet sources selecting only the columns needed, and the crawl to use.
+
+    `extra_index`: further host-index columns to select where the first file has them (ranks, languages)."""
     index_files = schema.check_columns(inputs.need("host_index", "--host-index"), schema.HOST_INDEX_COLUMNS)
     note_files = schema.check_columns(inputs.need("annotations", "--annotations"), schema.ANNOTATION_COLUMNS)
     crawls = crawls_in(index_files)
@@ -125,6 +143,7 @@ def _sources(inputs: Inputs, quality: str, crawl: str | None) -> tuple[str, str,
             f"nor the annotations have (annotation columns: {', '.join(sorted(note_names))})"
         )
     index_cols |= used & index_names - note_names
+    index_cols |= set(extra_index) & index_names
     extra = ["crawl"] if crawl else []
     index_sel = ", ".join(db.ident(c) for c in sorted(index_cols) + extra)
     note_sel = ", ".join(db.ident(c) for c in sorted(note_names) + extra)
@@ -161,7 +180,7 @@ def run(
     quality: str = DEFAULT_QUALITY,
     crawl: str | None = None,
 ) -> pl.DataFrame:
-    host_index, annotations, crawl = _sources(inputs, quality, crawl)
+    host_index, annotations, crawl = sources(inputs, quality, crawl)
     try:
         con.execute(
             "CREATE OR REPLACE TEMP TABLE cov AS "

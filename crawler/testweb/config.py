@@ -51,12 +51,17 @@ class TestWebConfig:
     languages: tuple[str, ...] = ()
     # share of high-quality pages planted as copies (testweb/duplicates.py); 0 plants none
     duplicate_share: float = 0.0
+    # Revisits: the web as of this epoch; each page changes in each epoch with this probability.
+    epoch: int = 0
+    change_share: float = 0.2
 
     def __post_init__(self) -> None:
         if self.n_hosts < 1:
             raise ValueError("n_hosts must be at least 1")
         if not 0.0 < self.icc < 1.0 or not 0.0 < self.mean_quality < 1.0:
             raise ValueError("icc and mean_quality must lie strictly between 0 and 1")
+        if self.epoch < 0:
+            raise ValueError("epoch must be >= 0")
         for name in (
             "hostile_share",
             "crawl_delay_share",
@@ -64,6 +69,7 @@ class TestWebConfig:
             "error_share",
             "directives_share",
             "duplicate_share",
+            "change_share",
         ):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1]")

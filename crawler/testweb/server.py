@@ -22,6 +22,7 @@ from crawler.testweb.politeness_hosts import (
     ROBOTS_429_TIMES,
     addresses,
 )
+from crawler.testweb.revisions import not_modified, validators, with_validators
 from crawler.testweb.site import Rendered
 
 FLUSH_INTERVAL_S = 0.25  # request log reaches disk at least this often
@@ -155,7 +156,9 @@ class TestWeb:
                 self._log.add(rec)
 
     async def _respond(self, request: web.BaseRequest, rec: dict[str, Any]) -> web.StreamResponse:
-        r = self.model.render(rec["host"], rec["path"])
+        r = with_validators(self.cfg, rec["host"], rec["path"], self.model.render(rec["host"], rec["path"]))
+        if r.status == 200 and not_modified(request.headers, r):
+            return await self._send(request, rec, 304, validators(r), b"")  # conditional GET: no body
         if r.delay:
             await asyncio.sleep(r.delay)
         if r.effect == "ratelimit" and (wait := self._rate_limited(rec["host"], r)):

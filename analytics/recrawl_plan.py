@@ -1,0 +1,282 @@
+"""`hostcrawl recrawl plan`: which under-covered good hosts to recrawl, and how many pages each gets.
+
+Sources: Common Crawl's host index with GneissWeb annotations (the coverage study's table, its definitions
+of a hidden gem and of the missing high-quality pages), or a previous hostcrawl run's hosts.parquet (hosts
+whose estimated density is high but which the budget left with pages still queued).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import polars as pl
+import pyarrow.parquet as pq
+
+from analytics import db, schema
+from analytics.plan_budget import GuardReport, allocate
+from analytics.studies import coverage
+from analytics.study import InputError, Inputs
+
+PLAN_FORMAT = "hostcrawl-recrawl-plan-v1"
+GEM, UNDER_COVERED, UNDER_CRAWLED = "gem", "under-covered", "under-crawled last run"
+# Columns a plan must have: what `crawl --plan` reads.
+PLAN_COLUMNS = (
+    schema.Column("host", schema.STRING, "string"),
+    schema.Column("seed_url", schema.STRING, "string"),
+    schema.Column("reason", schema.STRING, "string"),
+    schema.Column("missing_hq", schema.NUMBER, "double"),
+    schema.Column("budget", schema.INTEGER, "int64"),
+    schema.Column("expected_hq", schema.NUMBER, "double"),
+    schema.Column("density", schema.NUMBER, "double"),
+    schema.Column("hc_percentile", schema.NUMBER, "double"),
+    schema.Column("pr_percentile", schema.NUMBER, "double"),
+    schema.Column("tld", schema.STRING, "string"),
+    schema.Column("language", schema.STRING, "string"),
+)
+# Hosts that may be chosen: coverage below the median and density at least the median (gems among them).
+LEFT_SHALLOW = ("new", "sampling", "scored", "deepening")  # run states with pages still queued
+RUN_HOST_COLUMNS = (
+    schema.Column("host", schema.STRING, "string"),
+    schema.Column("fetched", schema.INTEGER, "int64"),
+    schema.Column("density_mean", schema.FLOAT, "double"),
+    schema.Column("state", schema.STRING, "string"),
+    schema.Column("queued", schema.INTEGER, "int64"),  # URLs the run still had queued for the host
+)
+
+
+@dataclass(slots=True)
+class PlanConfig:
+    budget: int = 10_000  # pages in all
+    per_host_cap: int = 1_000
+    max_tld_share: float = 0.3
+    max_language_share: float = 0.6
+    quality: str = coverage.DEFAULT_QUALITY
+    crawl: str | None = None
+    scheme: str = "https"
+
+    def check(self) -> None:
+        if self.budget < 1:
+            raise InputError(f"--budget {self.budget}: a plan needs at least one page")
+        if self.per_host_cap < 1:
+            raise InputError(f"--per-host-cap {self.per_host_cap}: must be at least 1")
+        for flag, value in (
+            ("--max-tld-share", self.max_tld_share),
+            ("--max-language-share", self.max_language_share),
+        ):
+            if not 0 < value <= 1:
+                raise InputError(f"{flag} {value}: a share in (0, 1]")
+        if self.scheme not in ("http", "https"):
+            raise InputError(f"--scheme {self.scheme}: http or https")
+
+
+@dataclass(slots=True)
+class Plan:
+    frame: pl.DataFrame
+    summary: dict[str, Any]
+
+
+HOST_FROM_SURT = "array_to_string(list_reverse(string_split(host, ',')), '.')"
+
+
+def _index_candidates(con: duckdb.DuckDBPyConnection, inputs: Inputs, cfg: PlanConfig) -> pl.DataFrame:
+    """Under-covered hosts of the host index with the coverage study's missing-pages estimate."""
+    extra = ("hcrank", "prank", "fetch_200_lote_pct", "language")
+    host_index, annotations, crawl = coverage.sources(inputs, cfg.quality, cfg.crawl, extra)
+    names = set(schema.columns_of(schema.parquet_files(inputs.need("host_index", "--host-index"))[0]))
+    language = (
+        "h.language"
+        if "language" in names
+        else "CASE WHEN h.fetch_200_lote_pct >= 50 THEN 'non-en' ELSE 'en' END"
+        if "fetch_200_lote_pct" in names
+        else "NULL"
+    )
+    hc = "h.hcrank::DOUBLE" if "hcrank" in names else "NULL::DOUBLE"
+    pr = "h.prank::DOUBLE" if "prank" in names else "NULL::DOUBLE"
+    table = coverage.coverage_table_sql(
+        host_index, annotations, cfg.quality, crawl, f"{language} AS language, {hc} AS hc, {pr} AS pr"
+    )
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE cov AS {table}")
+    except duckdb.Error as exc:
+        raise InputError(f"--quality {cfg.quality!r} cannot be computed: {exc}") from None
+    median_cov, gem_density, median_density = db.one_row(
+        con,
+        f"""SELECT quantile_cont(coverage, 0.5), quantile_cont(density, {coverage.GEM_QUALITY_QUANTILE}),
+                   quantile_cont(density, 0.5) FROM cov""",
+    )
+    if median_cov is None:
+        raise InputError("no host has both a capture (nutch_fetched > 0) and an annotation: nothing to plan")
+    frame = con.sql(
+        f"""
+        SELECT {HOST_FROM_SURT} AS host,
+               CASE WHEN {coverage.gem_sql(median_cov, gem_density)} THEN '{GEM}' ELSE '{UNDER_COVERED}' END
+                   AS reason,
+               ({coverage.MISSED_HQ})::DOUBLE AS missing_hq, unfetched::BIGINT AS unfetched,
+               density, coverage::DOUBLE AS coverage, hc, pr,
+               coalesce(tld, '') AS tld, coalesce(language, '') AS language
+        FROM cov
+        WHERE coverage < {float(median_cov)} AND density >= {float(median_density)} AND unfetched > 0
+        """
+    ).pl()
+    if inputs.ranks is not None:
+        frame = _with_ranks(con, inputs.ranks, frame)
+    else:  # the host index's own hcrank / prank, as percentiles among its annotated, captured hosts
+        frame = frame.with_columns(
+            hc_percentile=_percentiles(con, "SELECT hc FROM cov WHERE hc IS NOT NULL", frame["hc"]),
+            pr_percentile=_percentiles(con, "SELECT pr FROM cov WHERE pr IS NOT NULL", frame["pr"]),
+        )
+    con.execute("DROP TABLE IF EXISTS cov")
+    cfg.crawl = crawl
+    return frame.drop("hc", "pr").with_columns(
+        pl.lit(float(median_cov)).alias("_median_coverage"), pl.lit(float(gem_density)).alias("_gem_density")
+    )
+
+
+def _percentiles(con: duckdb.DuckDBPyConnection, sql: str, values: pl.Series) -> pl.Series:
+    """Share of all rows of `sql` at or below each value (one sort and a binary search, not a window)."""
+    column = con.execute(sql).fetchnumpy()
+    population = np.sort(np.asarray(next(iter(column.values())), dtype=np.float64))
+    x = values.cast(pl.Float64).fill_null(np.nan).to_numpy()
+    share = np.searchsorted(population, x, side="right") / max(len(population), 1)
+    return pl.Series(np.where(np.isnan(x), np.nan, share)).fill_nan(None)
+
+
+def _with_ranks(con: duckdb.DuckDBPyConnection, ranks: Path, frame: pl.DataFrame) -> pl.DataFrame:
+    """HC/PR percentiles from the web-graph ranks parquet, joined on the www-insensitive host name."""
+    from analytics.study import ranks_view
+
+    ranks_view(con, ranks)
+    con.execute("CREATE OR REPLACE TEMP TABLE plan_ranks AS SELECT * FROM ranks")  # the view's work, once
+    con.register("candidates", frame.select("host").to_arrow())
+    joined = con.sql(
+        f"""SELECT c.host, r.hc AS rank_hc, r.pr AS rank_pr FROM candidates c
+            LEFT JOIN plan_ranks r ON r.key = {db.www_key_sql("c.host")}"""
+    ).pl()
+    con.unregister("candidates")
+    frame = frame.join(joined, on="host", how="left")
+    frame = frame.with_columns(
+        hc_percentile=_percentiles(con, "SELECT hc FROM plan_ranks WHERE hc IS NOT NULL", frame["rank_hc"]),
+        pr_percentile=_percentiles(con, "SELECT pr FROM plan_ranks WHERE pr IS NOT NULL", frame["rank_pr"]),
+    ).drop("rank_hc", "rank_pr")
+    con.execute("DROP TABLE plan_ranks")
+    return frame
+
+
+def _run_candidates(con: duckdb.DuckDBPyConnection, hosts: Path) -> pl.DataFrame:
+    """A previous run: hosts with pages still queued and an estimated density at least the median."""
+    files = schema.check_columns(hosts, RUN_HOST_COLUMNS)
+    source = db.parquet_source(files)
+    frame = con.sql(
+        f"""
+        WITH run AS (
+            SELECT host, fetched, density_mean AS density, state, queued AS unfetched,
+                   language FROM {source} WHERE density_mean IS NOT NULL
+        ), m AS (SELECT quantile_cont(density, 0.5) AS median FROM run)
+        SELECT host, '{UNDER_CRAWLED}' AS reason, ({coverage.MISSED_HQ})::DOUBLE AS missing_hq,
+               unfetched::BIGINT AS unfetched, density,
+               (100.0 * fetched / nullif(fetched + unfetched, 0))::DOUBLE AS coverage,
+               NULL::DOUBLE AS hc_percentile, NULL::DOUBLE AS pr_percentile,
+               {db.tld_sql("host")} AS tld, coalesce(language, '') AS language
+        FROM run, m
+        WHERE state IN ({", ".join(db.quote(s) for s in LEFT_SHALLOW)}) AND density >= m.median
+              AND unfetched > 0
+        """
+    ).pl()
+    return frame.with_columns(
+        pl.lit(None, pl.Float64).alias("_median_coverage"), pl.lit(None, pl.Float64).alias("_gem_density")
+    )
+
+
+def build_plan(inputs: Inputs, cfg: PlanConfig, previous: Path | None = None) -> Plan:
+    """Choose hosts and give each its budget; raises InputError (nothing written) when there is no plan."""
+    cfg.check()
+    con = db.connect()
+    try:
+        if previous is not None:
+            candidates = _run_candidates(con, previous)
+            source = str(previous)
+        else:
+            candidates = _index_candidates(con, inputs, cfg)
+            source = str(inputs.host_index)
+    finally:
+        con.close()
+    if not candidates.height:
+        raise InputError(
+            f"{source}: no under-covered host with an above-median density: the plan would be empty"
+        )
+    candidates = candidates.sort(["missing_hq", "host"], descending=[True, False])
+    groups: dict[str, tuple[np.ndarray, float]] = {}
+    labels: dict[str, list[str]] = {}
+    for column, share in (("tld", cfg.max_tld_share), ("language", cfg.max_language_share)):
+        values = candidates[column].unique(maintain_order=True)
+        codes = candidates[column].replace_strict(values, pl.int_range(len(values), eager=True))
+        groups[column] = (codes.to_numpy().astype(np.int64), share)
+        labels[column] = values.to_list()
+    cap = np.minimum(candidates["unfetched"].to_numpy(), cfg.per_host_cap)
+    pages, guard = allocate(candidates["missing_hq"].to_numpy(), cap, cfg.budget, groups)
+    plan = (
+        candidates.with_columns(budget=pl.Series(pages, dtype=pl.Int64))
+        .filter(pl.col("budget") > 0)
+        .with_columns(
+            seed_url=pl.lit(f"{cfg.scheme}://") + pl.col("host") + pl.lit("/"),
+            expected_hq=pl.col("budget") * pl.col("density"),
+        )
+    )
+    if not plan.height:
+        raise InputError(f"{source}: no host got a page of the budget: the plan would be empty")
+    summary = _summary(plan, cfg, guard, labels, source, candidates.height)
+    columns = [c.name for c in PLAN_COLUMNS] + ["unfetched", "coverage"]
+    return Plan(plan.select(columns), summary)
+
+
+def _summary(
+    plan: pl.DataFrame,
+    cfg: PlanConfig,
+    guard: GuardReport,
+    labels: dict[str, list[str]],
+    source: str,
+    candidates: int,
+) -> dict[str, Any]:
+    def named(column: str, codes: list[str]) -> list[str]:
+        return [labels[column][int(c)] for c in codes]
+
+    return {
+        "format": PLAN_FORMAT,
+        "source": source,
+        "config": asdict(cfg),
+        "candidates": candidates,
+        "hosts": plan.height,
+        "budget_given": int(plan["budget"].sum()),
+        "budget_unspent": cfg.budget - int(plan["budget"].sum()),
+        "missing_hq": float(plan["missing_hq"].sum()),
+        "expected_hq": float(plan["expected_hq"].sum()),
+        "reasons": dict(plan.group_by("reason").len().sort("reason").iter_rows()),
+        "density_estimate_from": cfg.quality,
+        "median_coverage": plan["_median_coverage"].first() if "_median_coverage" in plan.columns else None,
+        "capped_by_guard": {k: named(k, v) for k, v in guard.capped.items()},
+        "shares": {
+            k: {labels[k][int(g)]: round(v, 4) for g, v in s.items()} for k, s in guard.shares.items()
+        },
+    }
+
+
+def write_plan(plan: Plan, out: Path) -> Path:
+    """plan.parquet (the summary in its metadata) and a plan.json beside it; written whole or not at all."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table = plan.frame.to_arrow()
+    meta = {b"hostcrawl_plan": json.dumps(plan.summary, default=str).encode()}
+    table = table.replace_schema_metadata(meta)
+    tmp = out.with_name(out.name + ".tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    side = out.with_suffix(".json")
+    side_tmp = side.with_name(side.name + ".tmp")
+    side_tmp.write_text(json.dumps(plan.summary, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, out)
+    os.replace(side_tmp, side)
+    return out
