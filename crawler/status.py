@@ -172,9 +172,10 @@ class CrawlStatus:
         scheduler = getattr(engine, "scheduler", None) if engine is not None else None
         return scheduler if isinstance(scheduler, HostScheduler) else None
 
-    def _track(self, elapsed: float, fetched: int, high: int) -> float:
-        """Adds a curve point; returns pages/s over the last RATE_WINDOW_S seconds."""
-        if not self.curve or elapsed - self.curve[-1][0] >= self.curve_step:
+    def _track(self, elapsed: float, fetched: int, high: int, final: bool = False) -> float:
+        """Adds a curve point (always the last one of a finished crawl); returns pages/s lately."""
+        due = not self.curve or elapsed - self.curve[-1][0] >= self.curve_step
+        if due or (final and self.curve[-1][1:] != (fetched, high)):
             self.curve.append((round(elapsed, 2), fetched, high))
             if len(self.curve) > CURVE_POINTS:
                 self.curve = [*self.curve[:-1:2], self.curve[-1]]
@@ -199,7 +200,7 @@ class CrawlStatus:
             tracked = max(self.hosts_view["known"], self.polite_view["hosts_tracked"])
             spacing = tracked / HOSTS_SCANNED_PER_SECOND
             self.next_host_scan = now + max(SNAPSHOT_EVERY_S, spacing) - 0.05
-        rate = self._track(elapsed, fetched, count["curated"])
+        rate = self._track(elapsed, fetched, count["curated"], final=finished is not None)
         policy = stats.get("hostcrawl/policy") or self.crawler.settings.get("HOSTCRAWL_POLICY")
         return {
             "state": "finished" if finished else "running",

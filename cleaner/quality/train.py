@@ -24,13 +24,13 @@ from cleaner.quality.fasttext_scorer import FASTTEXT_INSTALL, join_lines, with_p
 # A model evaluated on fewer held-out documents than this per label says nothing; warn instead.
 MIN_HELDOUT_PER_LABEL = 5
 NAN_RETRIES = 5
-# Below this many hash rows, n-grams pile onto a few rows and fastText diverges (NaN at --bucket 10
-# on a 400-document set; 100 and more trained).
+# Below this many hash rows, n-grams pile onto a few rows and fastText diverges or learns nothing (NaN
+# at --bucket 10 on a 400-document set in most runs, accuracy 0.55 in the others): refused up front.
 MIN_SAFE_BUCKET = 10_000
 
 
 class TrainingDiverged(ValueError):
-    """fastText kept hitting NaN; the message names the flag to change."""
+    """fastText kept hitting NaN, or would; the message names the flag to change."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +235,11 @@ def train_classifier(
         raise LabelledDataError(f"need at least two labels to train, got {sorted(label_set)}")
     if positive_label is not None and positive_label.removeprefix("__label__") not in label_set:
         raise LabelledDataError(f"positive label {positive_label!r} is not among {sorted(label_set)}")
+    if config.word_ngrams > 1 and 0 < config.bucket < MIN_SAFE_BUCKET:
+        raise TrainingDiverged(
+            f"--bucket {config.bucket} is too small (every word n-gram shares one of {config.bucket} hash "
+            f"rows, and fastText diverges or learns nothing); use --bucket {MIN_SAFE_BUCKET:,} or more"
+        )
     train, heldout = split_holdout(examples, config.holdout, config.seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="hostcrawl-train-") as tmp:
