@@ -325,64 +325,6 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     return EXIT_OK if fetched else EXIT_FAILED
 
 
-def add_demo_parser(subparsers: argparse._SubParsersAction) -> None:
-    from crawler.demo import DEMO_HOSTS, DEMO_MAX_PAGES
-
-    p = subparsers.add_parser(
-        "demo",
-        help="start the local test web, crawl it, grade the crawl against the ground truth",
-        description="A real crawl over real sockets of the built-in test web (hundreds of "
-        "virtual hosts with known quality, hostile hosts included). Nothing to start by hand.",
-    )
-    p.add_argument("--out", type=Path, help="run directory (default runs/demo-TIME)")
-    p.add_argument("--hosts", type=int, default=DEMO_HOSTS, help=f"virtual hosts ({DEMO_HOSTS})")
-    p.add_argument("--max-pages", type=int, default=DEMO_MAX_PAGES, help=f"page budget ({DEMO_MAX_PAGES})")
-    p.add_argument("--seed", type=int, default=0, help="test web seed (0)")
-    p.add_argument(
-        "--policy", choices=POLICY_NAMES, default="adaptive", help="crawl order to demonstrate (adaptive)"
-    )
-    p.add_argument("--no-progress", action="store_true", help="no live progress display")
-    add_status_options(p, default_port=0)
-    p.add_argument("--no-status", action="store_true", help="no status page")
-    p.set_defaults(func=cmd_demo)
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    from crawler.demo import run_demo
-
-    check_status_port(args)
-    run_dir = args.out or default_run_dir("demo")
-    result = run_demo(
-        run_dir,
-        hosts=args.hosts,
-        max_pages=args.max_pages,
-        seed=args.seed,
-        policy=args.policy,
-        progress=not args.no_progress,
-        status_port=None if args.no_status else args.status_port,
-        status_bind=args.status_bind,
-    )
-    run, audit, quality = result.run, result.audit, result.quality
-    verdict = "[green]clean[/]" if audit.clean else "[red]VIOLATIONS[/]"
-    Console(stderr=True).print(
-        f"[bold]demo done[/] ({run.stat('hostcrawl/policy', args.policy)}) in "
-        f"{run.stat('hostcrawl/wall_seconds'):.0f}s: "
-        f"{run.stat('response_received_count')} responses from {audit.hosts} hosts, "
-        f"{run.stat('hostcrawl/pages_per_second'):.1f} pages/s\n"
-        f"  politeness audit (server side): {verdict} "
-        f"(overlaps {audit.overlapping}, too fast {audit.too_fast}, "
-        f"disallowed {audit.disallowed}, Retry-After ignored {audit.backoff_ignored})\n"
-        f"  curated {quality.get('curated', 0)} pages, precision "
-        f"{_fmt(quality.get('curated_precision'))}, score AUC {_fmt(quality.get('score_auc'))}\n"
-        f"  report: {run_dir}/report.md"
-    )
-    return EXIT_OK if audit.clean else EXIT_FAILED
-
-
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
-
-
 def add_plugin_commands(subparsers: argparse._SubParsersAction) -> None:
     """Commands of the other packages (graph, study, ...), found through their entry points.
 
@@ -394,6 +336,7 @@ def add_plugin_commands(subparsers: argparse._SubParsersAction) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from crawler.bench import add_bench_parser
+    from crawler.demo import add_demo_parser
     from crawler.testweb import register_cli
     from crawler.warc_files import add_index_parser
 
