@@ -154,6 +154,22 @@ class Cleaner(ABC):
         return f"{type(self).__name__}(name={self.name!r})"
 
 
+class BatchedCleaner(Cleaner):
+    """A cleaner whose model labels a whole batch in one call: a single page takes the batch path too."""
+
+    @abstractmethod
+    def labeller(self) -> object:
+        """The labeller, built once per cleaner instance."""
+
+    def extract(self, html: str, url: str | None = None) -> CleanedPage | None:
+        return self.extract_batch([html])[0]
+
+    def extract_batch(self, htmls: Sequence[str]) -> list[CleanedPage | None]:
+        """Clean a batch with one labeller call; pages without text come back None."""
+        self.labeller()  # a missing or broken model is the caller's error to see, not an empty page
+        return [one.page for one in self.clean_batch(htmls, [""] * len(htmls))]
+
+
 def _sniff_encoding(body: bytes) -> str | None:
     """Statistical charset guess, used only when the declared charsets produced garbage."""
     try:

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 from selectolax.lexbor import LexborHTMLParser
 
-from cleaner.base import CleanedPage, Cleaner, Extracted, empty, failed
+from cleaner.base import BatchedCleaner, CleanedPage, Cleaner, Extracted, empty, failed
 from cleaner.mineru import MAIN, extract_blocks, extract_item_ids, extract_main_html, simplify_html
 from cleaner.render import render_markdown, render_text
 from cleaner.simplify import simplify
@@ -75,7 +75,7 @@ def render_main(page: ItemPage, labels: Mapping[str, str], cleaner: str) -> Clea
     )
 
 
-class ItemLabellerCleaner(Cleaner):
+class ItemLabellerCleaner(BatchedCleaner):
     """simplify -> label -> cut -> render; subclasses say which labeller (and which fallback) they use."""
 
     @abstractmethod
@@ -85,14 +85,6 @@ class ItemLabellerCleaner(Cleaner):
     def fallback(self) -> Cleaner | None:
         """Cleans the pages the labeller returns None for; None leaves them without text."""
         return None
-
-    def extract(self, html: str, url: str | None = None) -> CleanedPage | None:
-        return self.extract_batch([html])[0]
-
-    def extract_batch(self, htmls: Sequence[str]) -> list[CleanedPage | None]:
-        """Clean a batch with one labeller call; pages without text come back None."""
-        self.labeller()  # a missing or broken model is the caller's error to see, not an empty page
-        return [one.page for one in self.clean_batch(htmls, [""] * len(htmls))]
 
     def extract_prepared(
         self, todo: list[tuple[int, str]], urls: Sequence[str], out: list[Extracted]

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from cleaner.base import CleanedPage, Cleaner, Extracted, empty, failed
+from cleaner.base import BatchedCleaner, CleanedPage, Extracted, empty, failed
 from cleaner.render import render_markdown, render_text
 from cleaner.simplify import SimplePage, simplify
 
@@ -39,7 +39,7 @@ class BlockLabeller(ABC):
         """One float array per page, P(main content) for each of its blocks, in block order."""
 
 
-class LabellerCleaner(Cleaner):
+class LabellerCleaner(BatchedCleaner):
     """simplify -> label -> render; subclasses only say which labeller they use."""
 
     @abstractmethod
@@ -49,15 +49,6 @@ class LabellerCleaner(Cleaner):
     def keep_threshold(self) -> float:
         """P(main) at which a block is kept."""
         return KEEP_THRESHOLD
-
-    def extract(self, html: str, url: str | None = None) -> CleanedPage | None:
-        """One page through `clean_batch`'s path."""
-        return self.extract_batch([html])[0]
-
-    def extract_batch(self, htmls: Sequence[str]) -> list[CleanedPage | None]:
-        """Clean a batch of pages with one labeller call; pages without text come back None."""
-        self.labeller()  # a missing or broken model is the caller's error to see, not an empty page
-        return [one.page for one in self.clean_batch(htmls, [""] * len(htmls))]
 
     def extract_prepared(
         self, todo: list[tuple[int, str]], urls: Sequence[str], out: list[Extracted]
