@@ -7,7 +7,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 from w3lib.encoding import html_to_unicode, read_bom
 
@@ -154,11 +154,23 @@ class Cleaner(ABC):
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-class BatchedCleaner(Cleaner):
+PageT = TypeVar("PageT", contravariant=True)
+LabelT = TypeVar("LabelT", covariant=True)
+P = TypeVar("P")
+L = TypeVar("L")
+
+
+class PageLabeller(Protocol[PageT, LabelT]):
+    """A model that labels a batch of prepared pages in one call, one answer per page."""
+
+    def label(self, pages: Sequence[PageT]) -> Sequence[LabelT]: ...
+
+
+class BatchedCleaner(Cleaner, Generic[P, L]):
     """A cleaner whose model labels a whole batch in one call: a single page takes the batch path too."""
 
     @abstractmethod
-    def labeller(self) -> object:
+    def labeller(self) -> PageLabeller[P, L]:
         """The labeller, built once per cleaner instance."""
 
     def extract(self, html: str, url: str | None = None) -> CleanedPage | None:
@@ -168,6 +180,28 @@ class BatchedCleaner(Cleaner):
         """Clean a batch with one labeller call; pages without text come back None."""
         self.labeller()  # a missing or broken model is the caller's error to see, not an empty page
         return [one.page for one in self.clean_batch(htmls, [""] * len(htmls))]
+
+    def label_each(self, pages: list[P]) -> list[L | Exception]:
+        """One labeller call for the batch; if it fails, page by page so only the culprit is lost."""
+        if not pages:
+            return []
+        try:
+            labeller = self.labeller()
+        except Exception as exc:  # a missing model file fails every page the same way
+            return [exc] * len(pages)
+        try:
+            labels = labeller.label(pages)
+            if len(labels) == len(pages):
+                return list(labels)
+        except Exception as exc:
+            LOGGER.debug("labeller %s failed on a batch of %d: %r", self.name, len(pages), exc)
+        out: list[L | Exception] = []
+        for page in pages:
+            try:
+                out.append(labeller.label([page])[0])
+            except Exception as exc:
+                out.append(exc)
+        return out
 
 
 def _sniff_encoding(body: bytes) -> str | None:

@@ -75,7 +75,7 @@ def render_main(page: ItemPage, labels: Mapping[str, str], cleaner: str) -> Clea
     )
 
 
-class ItemLabellerCleaner(BatchedCleaner):
+class ItemLabellerCleaner(BatchedCleaner[ItemPage, Labels | None]):
     """simplify -> label -> cut -> render; subclasses say which labeller (and which fallback) they use."""
 
     @abstractmethod
@@ -100,7 +100,7 @@ class ItemLabellerCleaner(BatchedCleaner):
                 pages.append((i, page))
             else:
                 out[i].error = empty("no_text")
-        results = self._label([page for _, page in pages])
+        results = self.label_each([page for _, page in pages])
         for (i, page), labels in zip(pages, results, strict=True):
             try:
                 if isinstance(labels, Exception):
@@ -118,25 +118,3 @@ class ItemLabellerCleaner(BatchedCleaner):
                 continue
             if out[i].page is None:
                 out[i].error = empty("no_main")
-
-    def _label(self, pages: list[ItemPage]) -> list[Labels | Exception | None]:
-        """One labeller call for the batch; if it fails, page by page so only the culprit is lost."""
-        if not pages:
-            return []
-        try:
-            labeller = self.labeller()
-        except Exception as exc:  # a missing model file fails every page the same way
-            return [exc] * len(pages)
-        try:
-            labels = labeller.label(pages)
-            if len(labels) == len(pages):
-                return list(labels)
-        except Exception as exc:
-            LOGGER.debug("labeller %s failed on a batch of %d: %r", self.name, len(pages), exc)
-        out: list[Labels | Exception | None] = []
-        for page in pages:
-            try:
-                out.append(labeller.label([page])[0])
-            except Exception as exc:
-                out.append(exc)
-        return out

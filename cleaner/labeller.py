@@ -39,7 +39,7 @@ class BlockLabeller(ABC):
         """One float array per page, P(main content) for each of its blocks, in block order."""
 
 
-class LabellerCleaner(BatchedCleaner):
+class LabellerCleaner(BatchedCleaner[SimplePage, np.ndarray]):
     """simplify -> label -> render; subclasses only say which labeller they use."""
 
     @abstractmethod
@@ -66,7 +66,7 @@ class LabellerCleaner(BatchedCleaner):
                 simple.append((i, page))
             else:
                 out[i].error = empty(page.reason or "no_text")
-        probs = self._label([page for _, page in simple])
+        probs = self.label_each([page for _, page in simple])
         for (i, page), p in zip(simple, probs, strict=True):
             if isinstance(p, Exception):
                 out[i].error = failed("cleaner", p)
@@ -78,28 +78,6 @@ class LabellerCleaner(BatchedCleaner):
                 continue
             if out[i].page is None:
                 out[i].error = empty("no_main")
-
-    def _label(self, pages: list[SimplePage]) -> list[np.ndarray | Exception]:
-        """One labeller call for the batch; if it fails, page by page so only the culprit is lost."""
-        if not pages:
-            return []
-        try:
-            labeller = self.labeller()
-        except Exception as exc:  # a missing model file fails every page the same way
-            return [exc] * len(pages)
-        try:
-            probs = labeller.label(pages)
-            if len(probs) == len(pages):
-                return list(probs)
-        except Exception as exc:
-            LOGGER.debug("labeller %s failed on a batch of %d: %r", self.name, len(pages), exc)
-        out: list[np.ndarray | Exception] = []
-        for page in pages:
-            try:
-                out.append(labeller.label([page])[0])
-            except Exception as exc:
-                out.append(exc)
-        return out
 
     def render(self, page: SimplePage, probs: np.ndarray) -> CleanedPage | None:
         """Kept blocks as text and Markdown; None when no block is kept."""
