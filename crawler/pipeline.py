@@ -48,6 +48,17 @@ def doc_id(url: str) -> str:
     return hashlib.sha1(url.encode("utf-8")).hexdigest()[:20]
 
 
+def crawl_value(
+    thresholds: LanguageThresholds, score: float | None, language: str | None, withheld: str | None
+) -> float | None:
+    """What a scored page tells the scheduler about its host: the score on the default threshold's
+    scale, or 0.0 for a page kept out of the curated text (noindex, opted out of AI training): a page
+    we may not use is worth nothing to the crawl, however good."""
+    if score is None:
+        return None
+    return 0.0 if withheld else thresholds.on_default_scale(score, language)
+
+
 def _pool_failure(error: str | None) -> bool:
     """The cleaning pool failed the page (not the page itself): worth another try."""
     return error is not None and error.startswith(("cleaner/exception/", WORKER_CRASH))
@@ -175,10 +186,12 @@ class CleanScoreStorePipeline:
         self.pages.write(row)
         self.stats.inc_value("page/recorded")
         if lease is not None:
-            score = row[score_column(self.scorers[0])]
-            if score is not None and kept_out(item, self.curate_optout):
-                score = 0.0  # a page we may not use is worth nothing to the crawl, however good
-            score = self.thresholds.on_default_scale(row[score_column(self.scorers[0])], row["language"])
+            score = crawl_value(
+                self.thresholds,
+                row[score_column(self.scorers[0])],
+                row["language"],
+                kept_out(item, self.curate_optout),
+            )
             self.crawler.signals.send_catch_log(
                 signal=page_scored, lease=lease, score=score, checkpoint=self._checkpoint()
             )

@@ -68,7 +68,8 @@ def recover_run(run_dir: Path) -> dict[str, Any]:
         recovered = recover_open_files(run_dir / "warc") if (run_dir / "warc").exists() else {}
         for path, records in recovered.items():
             logger.info("recovered %s with %d complete records", path, records)
-        cut = cut_to_checkpoint(run_dir, SinkCheckpoint.from_json(store.get_meta(CHECKPOINT_META)))
+        cut, now = cut_to_checkpoint(run_dir, SinkCheckpoint.from_json(store.get_meta(CHECKPOINT_META)))
+        store.set_meta(CHECKPOINT_META, now.to_json())  # a second cut before any commit keeps the same pages
         logger.info("resume: cut %d rows and %d documents of uncommitted pages", cut["rows"], cut["docs"])
         earlier, last = store.get_meta(PRIOR_STATS_META), store.get_meta(STATS_META)
         prior = merge_stats(loads_stats(earlier), loads_stats(last))

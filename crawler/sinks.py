@@ -130,9 +130,11 @@ def read_text_shards(directory: Path) -> list[dict[str, Any]]:
     return docs
 
 
-def cut_to_checkpoint(run_dir: Path, checkpoint: SinkCheckpoint) -> dict[str, int]:
+def cut_to_checkpoint(run_dir: Path, checkpoint: SinkCheckpoint) -> tuple[dict[str, int], SinkCheckpoint]:
     """Before a resume: drop what the sinks hold beyond the last commit, and close the cut shard's
-    frame (a zstd reader other than ours refuses a frame without its end). Returns what was cut."""
+    frame (a zstd reader other than ours refuses a frame without its end). Returns what was cut, and
+    the checkpoint that describes the files as they are now (the cut shard is recompressed, so the
+    old byte offset no longer points into it: the caller commits the new one before crawling on)."""
     spool = run_dir / PAGES_SPOOL
     cut = {"rows": 0, "docs": 0}
     if spool.exists() and spool.stat().st_size > checkpoint.spool_bytes:
@@ -154,16 +156,26 @@ def cut_to_checkpoint(run_dir: Path, checkpoint: SinkCheckpoint) -> dict[str, in
                 path.write_bytes(zstandard.ZstdCompressor(level=6).compress(b"".join(kept)))
             else:
                 path.unlink()
-    return cut
+    text_shard = _shard_path(directory, checkpoint.text_shard)
+    text_bytes = text_shard.stat().st_size if text_shard.exists() else 0
+    return cut, SinkCheckpoint(checkpoint.spool_bytes, checkpoint.text_shard, text_bytes)
 
 
 def _complete_lines(data: bytes) -> list[bytes]:
-    """The whole lines a (possibly cut or unterminated) zstd stream decodes to."""
+    """The whole lines a (possibly cut or unterminated) zstd stream decodes to.
+
+    A decompression object, not a stream reader: the reader raises on a cut frame in the same read
+    that would return the last complete block, which lost the last committed document of a shard.
+    """
     out = bytearray()
-    reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True)
-    try:
-        while chunk := reader.read(65536):
-            out += chunk
-    except zstandard.ZstdError:
-        pass
+    decompressor = zstandard.ZstdDecompressor().decompressobj()
+    rest = data
+    while rest:
+        try:
+            out += decompressor.decompress(rest)
+        except zstandard.ZstdError:
+            break
+        rest = decompressor.unused_data  # the next frame of a shard that was cut and rewritten before
+        if rest:
+            decompressor = zstandard.ZstdDecompressor().decompressobj()
     return [line + b"\n" for line in bytes(out).split(b"\n")[:-1]]

@@ -4,6 +4,7 @@ the processes of a run, and a frontier that holds no pickle and refuses one."""
 from __future__ import annotations
 
 import pickle
+import random
 import subprocess
 from pathlib import Path
 
@@ -47,7 +48,7 @@ def test_sinks_are_cut_back_to_the_last_commit_and_left_readable(tmp_path: Path)
         text.write({"id": i})
         spool.write({"url": f"u{i}"})
     # no close(): the shard being written has no frame end, like after a kill -9
-    cut = cut_to_checkpoint(tmp_path, committed)
+    cut, _ = cut_to_checkpoint(tmp_path, committed)
     assert cut == {"rows": 5, "docs": 5}
     assert [d["id"] for d in read_text_shards(tmp_path / "text")] == [0, 1, 2, 3]
     assert (tmp_path / PAGES_SPOOL).read_text().count("\n") == 4
@@ -56,6 +57,29 @@ def test_sinks_are_cut_back_to_the_last_commit_and_left_readable(tmp_path: Path)
     resumed.write({"id": 9})
     resumed.close()
     assert [d["id"] for d in read_text_shards(tmp_path / "text")] == [0, 1, 2, 3, 9]
+
+
+def test_a_cut_at_any_document_keeps_every_committed_document(tmp_path: Path) -> None:
+    """Page-sized documents (kilobytes, several zstd blocks each): a cut right after document k keeps
+    exactly k + 1 of them, and cutting again before any new commit keeps the same ones."""
+    rng = random.Random(7)
+    words = ["crawl", "host", "quality", "sample", "frontier", "politeness"]
+    for k in range(0, 40, 3):
+        run = tmp_path / f"cut{k}"
+        text, spool = TextSink(run / "text"), PageSpool(run / PAGES_SPOOL)
+        committed = SinkCheckpoint()
+        for i in range(40):
+            n_words = rng.randrange(50, 4000)
+            body = " ".join(rng.choice(words) + str(rng.randrange(10**6)) for _ in range(n_words))
+            text.write({"id": i, "text": body})
+            spool.write({"url": f"u{i}"})
+            if i == k:
+                committed = SinkCheckpoint(spool.position(), *text.position())
+        cut, now = cut_to_checkpoint(run, committed)
+        assert [d["id"] for d in read_text_shards(run / "text")] == list(range(k + 1)), f"cut after doc {k}"
+        assert cut["docs"] == 39 - k
+        cut_to_checkpoint(run, now)  # killed again before the resumed run committed anything
+        assert [d["id"] for d in read_text_shards(run / "text")] == list(range(k + 1))
 
 
 def test_no_checkpoint_means_no_page_was_committed(tmp_path: Path) -> None:

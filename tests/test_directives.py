@@ -11,6 +11,7 @@ import pytest
 from scrapy.http import HtmlResponse
 from scrapy.utils.sitemap import Sitemap
 
+from cleaner.quality.language_profiles import LanguageThresholds
 from crawler.audit import audit_directives
 from crawler.directives import (
     header_directives,
@@ -21,6 +22,7 @@ from crawler.directives import (
     product_token,
     tdm_reserved,
 )
+from crawler.pipeline import crawl_value
 from crawler.testweb import SiteModel, TestWebConfig
 from crawler.testweb import directives as dx
 from crawler.testweb.model import HostSpec
@@ -83,6 +85,15 @@ def test_kept_out_of_curated_text() -> None:
     assert kept_out({"noindex": False, "optout": "noai_meta"}, curate_optout=False) == "optout"
     assert kept_out({"noindex": False, "optout": "noai_meta"}, curate_optout=True) is None
     assert kept_out({"noindex": False, "optout": None}, curate_optout=False) is None
+
+
+def test_a_page_kept_out_is_worth_nothing_to_the_scheduler() -> None:
+    thresholds = LanguageThresholds(0.5, {"zh": 0.25})
+    assert crawl_value(thresholds, 0.9, "en", "optout") == 0.0
+    assert crawl_value(thresholds, 0.9, "en", "noindex") == 0.0
+    assert crawl_value(thresholds, 0.9, "en", None) == 0.9
+    assert crawl_value(thresholds, 0.25, "zh", None) == 0.5  # its own language's bar, on the default scale
+    assert crawl_value(thresholds, None, "en", "optout") is None  # not scored: nothing to say
 
 
 def test_tdmrep_json_first_matching_rule_decides() -> None:
