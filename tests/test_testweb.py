@@ -403,7 +403,8 @@ def test_process_starts_serves_stops_cleanly_and_logs_every_request(tmp_path: Pa
     cfg = TestWebConfig(n_hosts=30, seed=2, hostile_share=0.0, robots_dir="")
     with TestWebProcess(cfg, tmp_path) as tw:
         assert tw.proxy_url == f"http://127.0.0.1:{tw.port}" and tw.out_dir == tmp_path
-        assert len(tw.seed_urls) == 30
+        hosts = pl.read_parquet(tmp_path / "hosts.parquet")["host"].to_list()
+        assert tw.seed_urls == [f"http://{h}/" for h in hosts] and len(hosts) == 30  # seeds.txt
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": tw.proxy_url}))
         for url in tw.seed_urls[:10]:
             with opener.open(url, timeout=10) as resp:

@@ -11,10 +11,8 @@ import time
 from pathlib import Path
 from typing import IO
 
-import polars as pl
-
 from crawler.testweb.config import TestWebConfig
-from crawler.testweb.server import CONFIG_FILE, HOSTS_FILE
+from crawler.testweb.server import CONFIG_FILE, SEEDS_FILE
 
 READY_FILE = "testweb-ready.json"
 LOG_FILE = "testweb.log"
@@ -53,10 +51,9 @@ class TestWebProcess:
 
     @property
     def seed_urls(self) -> list[str]:
-        """Home pages of all hosts, read from the ground truth the child wrote."""
+        """Home pages of all hosts: the seeds.txt the child wrote beside the ground truth."""
         if self._seed_urls is None:
-            hosts = pl.read_parquet(self.out_dir / HOSTS_FILE, columns=["host"])["host"]
-            self._seed_urls = [f"http://{h}/" for h in hosts]
+            self._seed_urls = (self.out_dir / SEEDS_FILE).read_text(encoding="utf-8").split()
         return self._seed_urls
 
     def start(self) -> TestWebProcess:

@@ -32,13 +32,16 @@ PAGES_FILE = "pages.parquet"
 DUPLICATES_FILE = "duplicates.parquet"  # planted copies, when the test web plants any
 REQUESTS_FILE = "requests.jsonl"
 CONFIG_FILE = "testweb-config.json"
+SEEDS_FILE = "seeds.txt"  # every host's home page, one per line: `hostcrawl crawl --seeds` reads it
 CLIENT_GONE_STATUS = 499  # logged when a client disconnects before any status was sent
 
 
 def write_ground_truth(model: SiteModel, out_dir: Path) -> None:
     """hosts.parquet, pages.parquet and the config, so every label can be traced to its seed."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    model.hosts_frame().write_parquet(out_dir / HOSTS_FILE)
+    hosts = model.hosts_frame()
+    hosts.write_parquet(out_dir / HOSTS_FILE)
+    (out_dir / SEEDS_FILE).write_text("".join(f"http://{h}/\n" for h in hosts["host"]), encoding="utf-8")
     model.pages_frame().write_parquet(out_dir / PAGES_FILE)
     if model.cfg.duplicate_share > 0:
         model.duplicates_frame().write_parquet(out_dir / DUPLICATES_FILE)
