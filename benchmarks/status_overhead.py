@@ -30,7 +30,8 @@ from typing import IO, Any
 from benchmarks.crawl_clean import fetch_rate
 from crawler.status import scan_hosts
 from crawler.testweb import TestWebConfig, TestWebProcess
-from scheduler.hosts import HostRecord, HostState, QueuedUrl
+from scheduler.hosts import HostRecord, HostState
+from scheduler.queue_window import QueuedUrl
 
 POLL_EVERY_S = 1.0
 

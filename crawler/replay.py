@@ -12,6 +12,7 @@ curve (1% to 50%); `python -m benchmarks.policy_sim` sweeps policy settings with
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tempfile
 from collections import deque
@@ -49,7 +50,9 @@ class SimulatedCrawl:
         concurrency: int,
         db: Path,
         overrides: dict[str, Any],
+        limits: FrontierLimits | None = None,
     ) -> None:
+        """`limits`: the frontier's limits besides the budget (its memory bounds), defaults otherwise."""
         self.model = model
         self.clock = 0.0
         truth = {h.name: h.q for h in model.hosts}
@@ -59,7 +62,7 @@ class SimulatedCrawl:
         self.frontier = HostFrontier(
             SQLiteFrontier(db),
             make_policy(policy, config),
-            FrontierLimits(budget=budget),
+            dataclasses.replace(limits or FrontierLimits(), budget=budget),
             lambda: self.clock,
             on_new_host=self.apply_prior,
         )

@@ -10,17 +10,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from scheduler.frontier import FetchedPage, SQLiteFrontier
+from scheduler.frontier import FetchedPage, SeenUrls, SQLiteFrontier
 from scheduler.groups import PolitenessGroups
-from scheduler.hosts import HostRecord, HostState, Phase, QueuedUrl, host_state
+from scheduler.hosts import HostRecord, HostState, Phase, host_state
 from scheduler.lease import Lease, ScoreLag
 from scheduler.policies import CrawlProgress, Policy, has_page
+from scheduler.queue_window import QueuedUrl, QueueWindows
 from scheduler.resume import load_frontier
 from scheduler.urls import TrapGuard, canonical, fingerprint, url_shape
 
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
 DIGITS = re.compile(r"\d+")
 ENDED = (HostState.DROPPED, HostState.BLOCKED)  # no policy decision changes these
+# Queued URLs each host keeps in memory while no policy looks further: the adaptive policy's priority reads
+# a host's first linked page, which is nearly always among the first few.
+MEMORY_HEAD = 4
+# URLs the most recently used hosts keep in memory beyond their heads (benchmarks/scheduler_cost.py: ...)
+MEMORY_URLS = 100_000
 
 
 @dataclass(slots=True)
@@ -34,10 +40,16 @@ class FrontierLimits:
     # Fewer hosts than this in flight: hosts the policy ranks "not now" may fill the idle capacity.
     # A polite crawl of one host at a time would take forever; this trades a little budget for time.
     fill_hosts: int = 4
+    # What the frontier holds in memory (scheduler/queue_window.py): at most memory_head x hosts + memory_urls
+    # queued URLs, the rest in the SQLite store; memory_urls 0 keeps every queued URL and every dedup
+    # fingerprint in memory, as hostcrawl did before issue 13 (the memory benchmark's baseline).
+    memory_head: int = MEMORY_HEAD
+    memory_urls: int = MEMORY_URLS
 
 
 class HostFrontier:
-    """The scheduler's brain. Everything is in memory; every change is written through to SQLite."""
+    """The scheduler's brain. Every change is written through to SQLite; memory holds the host table and
+    the heads of the hosts' queues (FrontierLimits.memory_urls)."""
 
     def __init__(
         self,
@@ -57,7 +69,8 @@ class HostFrontier:
         self.guard = guard or TrapGuard()
         self.on_new_host = on_new_host  # sets a new host's priors (centrality), whether queued or resumed
         self.hosts: dict[str, HostRecord] = {}
-        self.seen: set[int] = set()
+        self.windows = QueueWindows(store, limits.memory_head, limits.memory_urls)
+        self.seen = SeenUrls(store, in_memory=limits.memory_urls <= 0)
         self.patterns: dict[str, Counter[str]] = {}
         self.progress = CrawlProgress(budget=limits.budget)
         self.in_flight = 0
@@ -80,7 +93,8 @@ class HostFrontier:
     def host(self, name: str) -> HostRecord:
         record = self.hosts.get(name)
         if record is None:
-            record = self.hosts[name] = HostRecord(name, budget=self.limits.per_host_budget)
+            queue = self.windows.queue(name)
+            record = self.hosts[name] = HostRecord(name, queue=queue, budget=self.limits.per_host_budget)
             record.tld = name.rsplit(".", 1)[-1]
             self.groups.add_host(name)
             self.on_new_host(record)
@@ -118,7 +132,6 @@ class HostFrontier:
         if record.state is HostState.BLOCKED:
             if not force:  # discovered, and deliberately not queued: a resume does not queue it either
                 self.seen.add(fp)
-                self.store.add_seen((fp,))
             return "host_blocked"
         if len(record.queue) >= self.limits.per_host_queue:
             return "host_queue_full"
@@ -129,10 +142,11 @@ class HostFrontier:
             return "trap/pattern_explosion"
         if not force:
             self.seen.add(fp)
-            self.store.add_seen((fp,))
         seq = after.seq if after is not None else next(self.seq)
-        row_id = self.store.push(host_name, url, depth, seq, extra, discover)
-        item = QueuedUrl(url, depth, seq, row_id, extra, discover)
+        # its place in the host's queue: retries and sitemaps before everything queued so far
+        position = -next(self.seq) if after is not None else -seq if discover else seq
+        row_id = self.store.push(host_name, url, depth, seq, extra, discover, position)
+        item = QueuedUrl(url, depth, seq, row_id, extra, discover, position)
         if after is not None or discover:
             record.queue.appendleft(item)  # finish what was started before starting anything new
         else:
@@ -156,12 +170,12 @@ class HostFrontier:
             heapq.heappush(self.waiting, (record.ready_at, record.host))
             return
         priority = self.policy.priority(record, self.progress)
+        filler = self.policy.fill_priority(record) if priority is None else None
+        self.windows.trim()  # the policy may have paged in part of the host's queue
         if priority is not None:
             key = tuple(-p for p in priority)
             heapq.heappush(self.heap, (key, next(self.seq), record.host, record.version))
-            return
-        filler = self.policy.fill_priority(record)
-        if filler is not None:
+        elif filler is not None:
             key = tuple(-p for p in filler)
             heapq.heappush(self.fill_heap, (key, next(self.seq), record.host, record.version))
 
@@ -201,6 +215,7 @@ class HostFrontier:
                 self.count("frontier/filled_idle_capacity")
         if lease is None and self._stuck():
             lease = self._pop(self.heap)
+        self.windows.trim()
         return lease
 
     def _pop(self, heap: list[tuple[tuple[float, ...], int, str, int]]) -> Lease | None:
@@ -359,10 +374,8 @@ class HostFrontier:
             record.state = HostState.BLOCKED
             record.drop_reason = reason
             self.count(f"host/blocked/{reason}")
-        for item in record.queue:
-            self.store.done(item.row_id)
+        for _ in range(record.queue.clear()):  # its rows too
             self.count("frontier/dropped/host_blocked")
-        record.queue.clear()
         self.urgent.pop(host, None)
         record.version += 1  # stale heap entries of the host are skipped
         self.dirty.add(host)

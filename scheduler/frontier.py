@@ -16,8 +16,12 @@ from typing import Any
 
 import zstandard
 
+from scheduler.queue_window import QueuedUrl
+
 APPLICATION_ID = 0x68637277  # "hcrw": marks the file as a hostcrawl frontier
-SCHEMA_VERSION = 2  # 2: request meta as JSON (1 pickled it), fetched pages kept until scored
+# 2: request meta as JSON (1 pickled it), fetched pages kept until scored; 3: each queued URL's place in
+# its host's queue (`position`), so that the queue can be paged in from disk in order (queue_window.py)
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -28,6 +32,7 @@ CREATE TABLE IF NOT EXISTS queue (
     url TEXT NOT NULL,
     depth INTEGER NOT NULL,
     seq INTEGER NOT NULL,
+    position INTEGER NOT NULL DEFAULT 0,  -- order within the host's queue: back pushes +n, front pushes -n
     state INTEGER NOT NULL DEFAULT 0,  -- 0 pending, 1 handed out (in flight), 2 fetched, not yet scored
     discover INTEGER NOT NULL DEFAULT 0,  -- sitemaps: fetched first, never a quality sample
     extra BLOB,  -- JSON request meta a retry or redirect keeps
@@ -35,6 +40,7 @@ CREATE TABLE IF NOT EXISTS queue (
     html BLOB  -- state 2: the page's HTML (zstd), cleaned again on resume instead of fetched again
 );
 CREATE INDEX IF NOT EXISTS queue_state ON queue(state);
+CREATE INDEX IF NOT EXISTS queue_host ON queue(host, state, position);
 CREATE TABLE IF NOT EXISTS hosts (host TEXT PRIMARY KEY, record TEXT NOT NULL);
 -- the crawler's politeness state per host and part (timing, robots), JSON, wall-clock times
 CREATE TABLE IF NOT EXISTS politeness (
@@ -42,6 +48,7 @@ CREATE TABLE IF NOT EXISTS politeness (
 ) WITHOUT ROWID;
 """
 PENDING, LEASED, FETCHED = 0, 1, 2
+FIRST_POSITION = -(1 << 63)  # below every queue position
 
 
 class FrontierError(RuntimeError):
@@ -129,11 +136,22 @@ class SQLiteFrontier:
                 "point --resume at a run directory hostcrawl created"
             )
         row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is not None and int(row[0]) == 2:
+            self._migrate_from_2()
+            return
         if row is None or int(row[0]) != SCHEMA_VERSION:
             raise FrontierError(
                 f"{self.path}: frontier schema {row and row[0]} is not {SCHEMA_VERSION}; "
                 "resume it with the hostcrawl version that created it"
             )
+
+    def _migrate_from_2(self) -> None:
+        """Schema 2 kept no queue positions: each host's queue is in row order, as its resume read it."""
+        self.db.execute("BEGIN")
+        self.db.execute("ALTER TABLE queue ADD COLUMN position INTEGER NOT NULL DEFAULT 0")
+        self.db.execute("UPDATE queue SET position=id")
+        self.db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+        self.db.execute("COMMIT")
 
     def commit(self) -> None:
         self.db.execute("COMMIT")
@@ -147,14 +165,41 @@ class SQLiteFrontier:
     def add_seen(self, fps: Iterable[int]) -> None:
         self.db.executemany("INSERT OR IGNORE INTO seen VALUES (?)", ((fp,) for fp in fps))
 
+    def is_seen(self, fp: int) -> bool:
+        return self.db.execute("SELECT 1 FROM seen WHERE fp=?", (fp,)).fetchone() is not None
+
     def push(
-        self, host: str, url: str, depth: int, seq: int, extra: bytes | None, discover: bool = False
+        self,
+        host: str,
+        url: str,
+        depth: int,
+        seq: int,
+        extra: bytes | None,
+        discover: bool = False,
+        position: int = 0,
     ) -> int:
         cursor = self.db.execute(
-            "INSERT INTO queue (host, url, depth, seq, extra, discover) VALUES (?, ?, ?, ?, ?, ?)",
-            (host, url, depth, seq, extra, int(discover)),
+            "INSERT INTO queue (host, url, depth, seq, extra, discover, position) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (host, url, depth, seq, extra, int(discover), position),
         )
         return int(cursor.lastrowid or 0)
+
+    def queued(self, host: str, after: int | None, limit: int) -> list[QueuedUrl]:
+        """The host's queued URLs in queue order, after position `after` (None: from the front);
+        `limit` -1: all of them."""
+        query = (
+            "SELECT url, depth, seq, id, extra, discover, position FROM queue "
+            "WHERE host=? AND state=? AND position>? ORDER BY position LIMIT ?"
+        )
+        rows = self.db.execute(query, (host, PENDING, FIRST_POSITION if after is None else after, limit))
+        return [
+            QueuedUrl(url, depth, seq, row_id, extra, bool(d), pos)
+            for url, depth, seq, row_id, extra, d, pos in rows
+        ]
+
+    def drop_queued(self, host: str) -> None:
+        self.db.execute("DELETE FROM queue WHERE host=? AND state=?", (host, PENDING))
 
     def lease(self, row_id: int) -> None:
         self.db.execute("UPDATE queue SET state=? WHERE id=?", (LEASED, row_id))
@@ -199,9 +244,25 @@ class SQLiteFrontier:
         return {int(r[0]) for r in self.db.execute("SELECT id FROM queue WHERE state=?", (LEASED,))}
 
     def requeue_leased(self) -> int:
-        """Requests handed out when the process died go back to the queue: at most those are refetched."""
-        cursor = self.db.execute("UPDATE queue SET state=? WHERE state=?", (PENDING, LEASED))
-        return cursor.rowcount
+        """Requests handed out when the process died go back to the front of their hosts' queues (the
+        latest first): at most those are refetched."""
+        front = -self.top_position() - 1
+        query = "UPDATE queue SET state=?, position=?-id WHERE state=?"
+        return self.db.execute(query, (PENDING, front, LEASED)).rowcount
+
+    def leased_hosts(self) -> dict[str, int]:
+        query = "SELECT host, count(*) FROM queue WHERE state=? GROUP BY host"
+        return {host: int(n) for host, n in self.db.execute(query, (LEASED,))}
+
+    def queued_counts(self) -> Iterator[tuple[str, int]]:
+        query = "SELECT host, count(*) FROM queue WHERE state=? GROUP BY host"
+        for host, count in self.db.execute(query, (PENDING,)):
+            yield host, int(count)
+
+    def top_position(self) -> int:
+        """The largest sequence number or queue position in use (-1: none): new ones start above it."""
+        seq, position = self.db.execute("SELECT max(seq), max(abs(position)) FROM queue").fetchone()
+        return -1 if seq is None else max(int(seq), int(position))
 
     def seen(self) -> Iterator[int]:
         for (fp,) in self.db.execute("SELECT fp FROM seen"):
@@ -249,6 +310,28 @@ class SQLiteFrontier:
         if not isinstance(data, dict):
             raise FrontierError(f"{self.path}: {what} is not JSON; start a new run with a fresh --out")
         return data
+
+
+class SeenUrls:
+    """Fingerprints of the URLs queued so far, for dedup: looked up in the store (no memory per URL), or
+    with `in_memory` also held in a set (about 70 bytes per URL: the frontier before issue 13)."""
+
+    def __init__(self, store: SQLiteFrontier, in_memory: bool) -> None:
+        self.store = store
+        self.memory: set[int] | None = set() if in_memory else None
+
+    def __contains__(self, fp: int) -> bool:
+        return fp in self.memory if self.memory is not None else self.store.is_seen(fp)
+
+    def add(self, fp: int) -> None:
+        if self.memory is not None:
+            self.memory.add(fp)
+        self.store.add_seen((fp,))
+
+    def load(self) -> None:
+        """A resumed run: the set is filled from the store (the store alone needs nothing)."""
+        if self.memory is not None:
+            self.memory.update(self.store.seen())
 
 
 _ZSTD = zstandard.ZstdCompressor(level=1)  # kept only until the page is scored

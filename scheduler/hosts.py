@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+from scheduler.queue_window import HostQueue
 
 
 class HostState(StrEnum):
@@ -30,20 +31,10 @@ PRIOR_BETA = 1.5
 
 
 @dataclass(slots=True)
-class QueuedUrl:
-    url: str
-    depth: int
-    seq: int  # global enqueue order, for breadth-first across hosts
-    row_id: int = 0  # its row in the frontier database
-    extra: bytes | None = None  # pickled request meta a retry or redirect must keep
-    discover: bool = False  # a sitemap: fetched before samples, never scored as one
-
-
-@dataclass(slots=True)
 class HostRecord:
     host: str
     state: HostState = HostState.NEW
-    queue: deque[QueuedUrl] = field(default_factory=deque)
+    queue: HostQueue = field(default_factory=HostQueue)  # in memory, or paged in from the frontier's store
     fetched: int = 0
     settled: int = 0  # fetches whose outcome is recorded: what a resumed crawl counts as spent
     in_flight: int = 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING
 
-from scheduler.hosts import Phase, QueuedUrl, restore_host
+from scheduler.hosts import Phase, restore_host
 from scheduler.lease import Lease
 
 if TYPE_CHECKING:
@@ -13,22 +13,20 @@ if TYPE_CHECKING:
 
 
 def load_frontier(frontier: HostFrontier) -> int:
-    """Rebuild the working set from the store; returns the number of requeued in-flight URLs."""
-    leased = frontier.store.leased_ids()
-    requeued = frontier.store.requeue_leased()
-    frontier.seen.update(frontier.store.seen())
-    for name, data in frontier.store.hosts():
+    """Rebuild the working set from the store; returns the number of requeued in-flight URLs.
+
+    Queued URLs stay in the store: each host's queue knows its length and pages its URLs in when a policy
+    reads them; the URLs in flight when the last run died are at the front, fetched first.
+    """
+    store = frontier.store
+    in_flight = store.leased_hosts()
+    requeued = store.requeue_leased()
+    frontier.seen.load()
+    for name, data in store.hosts():
         restore_host(frontier.host(name), data)
-    top = -1
-    for row in frontier.store.pending():
-        record = frontier.host(row.host)
-        item = QueuedUrl(row.url, row.depth, row.seq, row.row_id, row.extra, row.discover)
-        if row.row_id in leased:
-            record.queue.appendleft(item)
-            frontier.urgent[row.host] = frontier.urgent.get(row.host, 0) + 1
-        else:
-            record.queue.append(item)
-        top = max(top, row.seq)
+    for name, count in store.queued_counts():
+        frontier.host(name).queue.stored(count)
+    frontier.urgent.update(in_flight)
     for page in frontier.store.fetched_pages():
         record = frontier.host(page.host)
         phase = Phase(page.page.get("phase") or Phase.DEEPEN.value)
@@ -38,8 +36,7 @@ def load_frontier(frontier: HostFrontier) -> int:
         record.sample_handed += phase is Phase.SAMPLE
         frontier.unobserved += 1
         frontier.recovered.append((lease, page))
-        top = max(top, page.seq)
-    frontier.seq = itertools.count(top + 1)
+    frontier.seq = itertools.count(store.top_position() + 1)
     frontier.progress.fetched = sum(r.fetched for r in frontier.hosts.values())
     for lease, _ in frontier.recovered:
         lease.fetch_number = frontier.progress.fetched

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 
-from scheduler.core import FrontierLimits, HostFrontier
+from scheduler.core import MEMORY_URLS, FrontierLimits, HostFrontier
 from scheduler.frontier import SQLiteFrontier, decode_meta, encode_meta
 from scheduler.hosts import HostRecord
 from scheduler.lease import Lease
@@ -72,6 +72,8 @@ class HostScheduler:
             concurrency_per_group=settings.getint("HOSTCRAWL_GROUP_CONCURRENCY", 1),
             threshold=settings.getfloat("HOSTCRAWL_THRESHOLD"),
             fill_hosts=max(1, settings.getint("CONCURRENT_REQUESTS") // 8),
+            # queued URLs held in memory beyond each host's head; 0 keeps them all in memory
+            memory_urls=settings.getint("HOSTCRAWL_FRONTIER_MEMORY_URLS", MEMORY_URLS),
         )
         # a recrawl plan carries the hosts' percentiles itself, and their budgets and density priors
         self.priors = load_priors(settings.get("HOSTCRAWL_PLAN") or settings.get("HOSTCRAWL_PRIORS"))
@@ -126,6 +128,7 @@ class HostScheduler:
         if self.frontier is not None:
             for key, value in self.frontier.score_lag.stats().items():
                 self.stats.set_value(key, value)
+            self.stats.set_value("frontier/queue_paged_in", self.frontier.windows.paged_in)
             self.frontier.commit()
             self.frontier.store.close()
 

@@ -1,0 +1,157 @@
+"""A host's queued URLs: the head of the queue in memory, the rest in the frontier's SQLite store.
+
+Every queued URL is a row of the store (written through on enqueue); memory holds a prefix of each host's
+queue in queue order. A host keeps `head` URLs while nothing looks further; when a policy looks further
+(a sample drawn from the host's most common kind of page, a deepening pick by URL shape) more rows are paged
+in, and the hosts that did so most recently keep them until the URLs held beyond the heads pass a budget:
+then the least recently used hosts are trimmed back to their heads. What is in memory is therefore at most
+`head` x hosts + budget (+ the one window being read), whatever is queued on disk.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+UNBOUNDED = 1 << 62  # a head no queue reaches: every queued URL stays in memory
+
+
+@dataclass(slots=True)
+class QueuedUrl:
+    url: str
+    depth: int
+    seq: int  # global enqueue order, for breadth-first across hosts
+    row_id: int = 0  # its row in the frontier database
+    extra: bytes | None = None  # JSON request meta a retry or redirect must keep
+    discover: bool = False  # a sitemap: fetched before samples, never scored as one
+    position: int = 0  # its place in the host's queue, as the store orders it
+
+
+class QueueStore(Protocol):
+    """What a window needs of the store: the host's queued rows in queue order, and dropping them."""
+
+    def queued(self, host: str, after: int | None, limit: int) -> list[QueuedUrl]: ...
+
+    def drop_queued(self, host: str) -> None: ...
+
+
+class QueueWindows:
+    """The memory budget shared by all hosts' queues, and the order in which they are trimmed."""
+
+    def __init__(self, store: QueueStore | None, head: int, budget: int) -> None:
+        """`budget` 0: no bound, every queued URL stays in memory (the frontier before issue 13)."""
+        self.store = store
+        self.head = UNBOUNDED if budget <= 0 else max(1, head)
+        self.budget = budget
+        self.in_memory = 0  # URLs held in memory, over all hosts
+        self.hosts = 0  # queues sharing the budget
+        self.recent: OrderedDict[HostQueue, None] = OrderedDict()  # queues longer than their head, LRU first
+        self.paged_in = 0  # rows read back from the store (a stat: the cost of the bound)
+
+    def queue(self, host: str) -> HostQueue:
+        self.hosts += 1
+        return HostQueue(host, self)
+
+    def used(self, queue: HostQueue) -> None:
+        if len(queue.items) > self.head:
+            self.recent[queue] = None
+            self.recent.move_to_end(queue)
+
+    def trim(self) -> None:
+        """Trim the least recently used windows back to their heads until the budget holds again."""
+        limit = self.head * self.hosts + self.budget
+        while self.in_memory > limit and self.recent:
+            queue, _ = self.recent.popitem(last=False)
+            items = queue.items
+            while len(items) > self.head:
+                items.pop()  # still a row of the store: paged in again when it is needed
+                self.in_memory -= 1
+
+
+class HostQueue:
+    """One host's queue as the policies see it: its length counts what is on disk, reading pages it in."""
+
+    __slots__ = ("host", "items", "size", "windows")
+
+    def __init__(self, host: str = "", windows: QueueWindows | None = None) -> None:
+        self.host = host
+        self.items: deque[QueuedUrl] = deque()  # the first len(items) URLs of the queue
+        self.size = 0  # queued URLs, in memory or not
+        self.windows = windows  # None: a queue without a store (everything in memory)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bool__(self) -> bool:
+        return self.size > 0
+
+    def __iter__(self) -> Iterator[QueuedUrl]:
+        yield from self.items
+        while len(self.items) < self.size:
+            more = self._page_in(len(self.items) + 1)
+            if not more:
+                return
+            yield from more
+
+    def __getitem__(self, index: int) -> QueuedUrl:
+        if index >= len(self.items):
+            self._page_in(index + 1)
+        return self.items[index]
+
+    def __delitem__(self, index: int) -> None:
+        del self.items[index]
+        self.size -= 1
+        if self.windows is not None:
+            self.windows.in_memory -= 1
+            self.windows.used(self)
+
+    def append(self, item: QueuedUrl) -> None:
+        """At the back: kept in memory only while the whole queue is and it is shorter than the head."""
+        self.size += 1
+        windows = self.windows
+        if windows is None:
+            self.items.append(item)
+        elif len(self.items) == self.size - 1 and len(self.items) < windows.head:
+            self.items.append(item)
+            windows.in_memory += 1
+
+    def appendleft(self, item: QueuedUrl) -> None:
+        self.size += 1
+        self.items.appendleft(item)
+        if self.windows is not None:
+            self.windows.in_memory += 1
+            self.windows.used(self)
+
+    def clear(self) -> int:
+        """Drop every queued URL (its rows too); returns how many there were."""
+        dropped = self.size
+        if self.windows is not None:
+            self.windows.in_memory -= len(self.items)
+            self.windows.recent.pop(self, None)
+            if self.windows.store is not None:
+                self.windows.store.drop_queued(self.host)
+        self.items.clear()
+        self.size = 0
+        return dropped
+
+    def stored(self, count: int) -> None:
+        """A resumed queue: `count` URLs are in the store, none in memory yet."""
+        self.size += count
+
+    def _page_in(self, wanted: int) -> list[QueuedUrl]:
+        """Read the next rows of the queue from the store, at least up to `wanted` URLs in memory."""
+        windows = self.windows
+        if windows is None or windows.store is None:
+            return []
+        held = len(self.items)
+        # doubling: a policy that reads 2,000 URLs pages them in with a few queries, not hundreds
+        limit = -1 if windows.head == UNBOUNDED else max(wanted - held, held, windows.head)
+        after = self.items[-1].position if self.items else None
+        more = windows.store.queued(self.host, after, limit)
+        self.items.extend(more)
+        windows.in_memory += len(more)
+        windows.paged_in += len(more)
+        windows.used(self)
+        return more
