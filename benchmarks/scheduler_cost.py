@@ -1,70 +1,59 @@
-"""The frontier's own cost at scale: enqueue and next_request per second, peak RSS.
+"""The frontier's own cost at scale: enqueue and next_request rates and peak RSS, bounded vs all-in-memory.
 
-    python -m benchmarks.scheduler_cost [--hosts 100000] [--urls 1000000] [--leases 200000]
+    python -m benchmarks.scheduler_cost [--hosts 100000] [--urls 1000000,10000000] [--leases 200000]
 
-Prints rates for the host-aware frontier (SQLite write-through, dedup, trap guards, policy heap) and,
-as the baseline measured in the same run, for a bare dict-of-deques with a seen-set doing the same
-enqueue and dequeue. Target (issue 3): RSS < 1 GB with 100,000 hosts and 1,000,000 queued URLs.
+For each number of URLs, two fresh processes queue the same URLs (100 links per commit, as a crawl commits
+once per page) and then hand out, fetch and score `--leases` pages with the adaptive policy: the default
+frontier (each host's queue head and a window of FrontierLimits.memory_urls URLs in memory, the rest in
+SQLite) and, as the baseline measured in the same run, the same frontier with memory_urls=0 (every queued
+URL and dedup fingerprint in memory: hostcrawl before issue 13). URLs are generated as they are queued, so
+peak RSS is the frontier's own. Target (issue 13): 10M URLs on 100k hosts under 1 GB, rates within 2x.
+The baseline is skipped where it would not fit in the memory available (about 800 bytes per URL).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import resource
+import subprocess
+import sys
 import tempfile
 import time
-from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 
 from scheduler.core import FrontierLimits, HostFrontier
 from scheduler.frontier import SQLiteFrontier
 from scheduler.policies import PolicyConfig, make_policy
 
+ALL_IN_MEMORY_BYTES_PER_URL = 800  # measured: 1M URLs took ~700 MB before issue 13; with headroom
 
-def urls(hosts: int, total: int) -> list[tuple[str, str]]:
+
+def urls(hosts: int, total: int) -> Iterator[str]:
     per_host = max(1, total // hosts)
-    return [
-        (f"h{h}.example", f"http://h{h}.example/s{i % 7}/p{i}.html")
-        for h in range(hosts)
-        for i in range(per_host)
-    ]
+    for h in range(hosts):
+        for i in range(per_host):
+            yield f"http://h{h}.example/s{i % 7}/p{i}.html"
 
 
-def baseline(pairs: list[tuple[str, str]], leases: int) -> tuple[float, float]:
-    queues: dict[str, deque[str]] = {}
-    seen: set[int] = set()
-    start = time.perf_counter()
-    for host, url in pairs:
-        key = hash(url)
-        if key in seen:
-            continue
-        seen.add(key)
-        queues.setdefault(host, deque()).append(url)
-    enqueue = len(pairs) / (time.perf_counter() - start)
-    order = deque(queues)
-    start = time.perf_counter()
-    for _ in range(leases):
-        host = order.popleft()
-        queues[host].popleft()
-        order.append(host)
-    return enqueue, leases / (time.perf_counter() - start)
-
-
-def frontier_rates(pairs: list[tuple[str, str]], leases: int, policy: str, db: Path) -> tuple[float, float]:
+def measure(hosts: int, total: int, leases: int, memory_urls: int, db: Path) -> dict[str, float]:
+    """One frontier's enqueue and lease rates, in this process (its peak RSS is this process's)."""
     clock = [0.0]
     frontier = HostFrontier(
         SQLiteFrontier(db),
-        make_policy(policy, PolicyConfig()),
-        FrontierLimits(budget=10**9),
+        make_policy("adaptive", PolicyConfig()),
+        FrontierLimits(budget=10**9, memory_urls=memory_urls),
         lambda: clock[0],
     )
     start = time.perf_counter()
-    for n, (_, url) in enumerate(pairs, start=1):
+    queued = 0
+    for queued, url in enumerate(urls(hosts, total), start=1):
         frontier.add(url, 1)
-        if n % 100 == 0:
+        if queued % 100 == 0:
             frontier.commit()  # the crawl commits once per page, with that page's ~100 links
     frontier.commit()
-    enqueue = len(pairs) / (time.perf_counter() - start)
+    enqueue = queued / (time.perf_counter() - start)
     start = time.perf_counter()
     for _ in range(leases):
         lease = frontier.next()
@@ -73,7 +62,33 @@ def frontier_rates(pairs: list[tuple[str, str]], leases: int, policy: str, db: P
             continue
         frontier.fetch_ended(lease, True, clock[0] + 1.0)
         frontier.observe(lease, 0.7)
-    return enqueue, leases / (time.perf_counter() - start)
+    next_rate = leases / (time.perf_counter() - start)
+    frontier.store.close()
+    return {
+        "urls": queued,
+        "enqueue": enqueue,
+        "next": next_rate,
+        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "in_memory": frontier.windows.in_memory,
+        "paged_in": frontier.windows.paged_in,
+        "db_mb": db.stat().st_size / 2**20,
+    }
+
+
+def available_mb() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024
+    return float("inf")
+
+
+def run_one(hosts: int, total: int, leases: int, memory_urls: int) -> dict[str, float]:
+    """`measure` in a fresh process, so that its peak RSS is its own."""
+    command = [sys.executable, "-m", "benchmarks.scheduler_cost", "--measure", str(memory_urls)]
+    command += ["--hosts", str(hosts), "--urls", str(total), "--leases", str(leases)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def main() -> None:
@@ -81,25 +96,37 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--hosts", type=int, default=100_000)
-    parser.add_argument("--urls", type=int, default=1_000_000)
+    parser.add_argument("--urls", default="1000000", help="comma-separated sizes, e.g. 1000000,10000000")
     parser.add_argument("--leases", type=int, default=200_000)
-    parser.add_argument("--policy", default="adaptive")
+    parser.add_argument("--memory-urls", type=int, default=FrontierLimits().memory_urls)
+    parser.add_argument("--measure", type=int, help=argparse.SUPPRESS)  # internal: one run, memory_urls
     args = parser.parse_args()
-    pairs = urls(args.hosts, args.urls)
-    base_enqueue, base_next = baseline(pairs, args.leases)
-    with tempfile.TemporaryDirectory() as tmp:
-        enqueue, next_rate = frontier_rates(pairs, args.leases, args.policy, Path(tmp) / "f.sqlite3")
-        db_mb = (Path(tmp) / "f.sqlite3").stat().st_size / 2**20
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"{args.hosts} hosts, {len(pairs)} URLs, {args.leases} leases, policy {args.policy}")
-    print(
-        f"enqueue: {enqueue:10.0f}/s   baseline {base_enqueue:10.0f}/s   ratio {enqueue / base_enqueue:.3f}"
-    )
-    print(
-        f"next+end+observe: {next_rate:8.0f}/s   baseline {base_next:10.0f}/s   "
-        f"ratio {next_rate / base_next:.4f}"
-    )
-    print(f"peak RSS {rss_mb:.0f} MB (target < 1024 MB, URL list included); frontier file {db_mb:.0f} MB")
+    if args.measure is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            result = measure(args.hosts, int(args.urls), args.leases, args.measure, Path(tmp) / "f.sqlite3")
+        print(json.dumps(result))
+        return
+    print(f"{args.hosts} hosts, {args.leases} leases, policy adaptive; old = all in memory (memory_urls=0)")
+    for total in (int(size) for size in args.urls.split(",")):
+        new = run_one(args.hosts, total, args.leases, args.memory_urls)
+        print(
+            f"{new['urls']:>10,} URLs  new: enqueue {new['enqueue']:7.0f}/s  next+end+observe "
+            f"{new['next']:6.0f}/s  peak RSS {new['rss_mb']:5.0f} MB  in memory {new['in_memory']:,} URLs  "
+            f"paged in {new['paged_in']:,}  frontier file {new['db_mb']:.0f} MB"
+        )
+        need = total * ALL_IN_MEMORY_BYTES_PER_URL / 2**20 + 1024
+        if need > available_mb():
+            print(f"{'':>16}old: skipped, needs ~{need:.0f} MB and {available_mb():.0f} MB are available")
+            continue
+        old = run_one(args.hosts, total, args.leases, 0)
+        print(
+            f"{'':>16}old: enqueue {old['enqueue']:7.0f}/s  next+end+observe {old['next']:6.0f}/s  "
+            f"peak RSS {old['rss_mb']:5.0f} MB"
+        )
+        print(
+            f"{'':>16}new/old: enqueue {new['enqueue'] / old['enqueue']:.2f}  "
+            f"next {new['next'] / old['next']:.2f}  peak RSS {new['rss_mb'] / old['rss_mb']:.2f}"
+        )
 
 
 if __name__ == "__main__":

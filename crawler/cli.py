@@ -23,6 +23,7 @@ from crawler.config import (
     table_problem,
     validate,
 )
+from scheduler.core import MEMORY_URLS
 from scheduler.frontier import FrontierError
 
 COMMAND_ENTRY_POINTS = "hostcrawl.commands"
@@ -61,6 +62,12 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-depth", type=int, help="link depth limit, 0 = none (default 0)")
     p.add_argument("--min-delay", type=float, help="seconds between requests to one host (1.0)")
     p.add_argument("--concurrency", type=int, help="requests in flight over all hosts (32)")
+    p.add_argument(
+        "--frontier-memory-urls",
+        type=int,
+        help=f"queued URLs held in memory beyond each host's first few; the rest wait on disk "
+        f"({MEMORY_URLS:,}; 0 = all in memory)",
+    )
     p.add_argument("--timeout", type=float, help="download timeout in seconds (30)")
     p.add_argument("--user-agent", help="product token, e.g. mybot/1.0 (default hostcrawl/VER)")
     p.add_argument(
@@ -205,6 +212,7 @@ def resolve_crawl_config(args: argparse.Namespace) -> CrawlConfig:
         (args.max_depth, f, "max_depth"),
         (args.min_delay, p, "min_delay"),
         (args.concurrency, f, "concurrency"),
+        (args.frontier_memory_urls, f, "frontier_memory_urls"),
         (args.timeout, f, "timeout"),
         (args.user_agent, p, "user_agent"),
         (args.contact, p, "contact_url"),

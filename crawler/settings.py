@@ -128,6 +128,7 @@ def _own_settings(
         "HOSTCRAWL_SAMPLE_PAGES": pol.sample_pages,
         "HOSTCRAWL_EXPLORE_SHARE": pol.explore_share,
         "HOSTCRAWL_PER_HOST_BUDGET": pol.per_host_budget,
+        "HOSTCRAWL_FRONTIER_MEMORY_URLS": f.frontier_memory_urls,
         "HOSTCRAWL_PRIORS": pol.priors,
         "HOSTCRAWL_TRUTH": pol.truth,
         "HOSTCRAWL_PLAN": pol.plan,

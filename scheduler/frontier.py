@@ -39,8 +39,8 @@ CREATE TABLE IF NOT EXISTS queue (
     page TEXT,  -- state 2: the page record (JSON) written once its score is back
     html BLOB  -- state 2: the page's HTML (zstd), cleaned again on resume instead of fetched again
 );
-CREATE INDEX IF NOT EXISTS queue_state ON queue(state);
-CREATE INDEX IF NOT EXISTS queue_host ON queue(host, state, position);
+-- a host's queue in order, paged in as it drains (by state alone only a resume looks, scanning once)
+CREATE INDEX IF NOT EXISTS queue_host ON queue(host, position);
 CREATE TABLE IF NOT EXISTS hosts (host TEXT PRIMARY KEY, record TEXT NOT NULL);
 -- the crawler's politeness state per host and part (timing, robots), JSON, wall-clock times
 CREATE TABLE IF NOT EXISTS politeness (
@@ -150,6 +150,7 @@ class SQLiteFrontier:
         self.db.execute("BEGIN")
         self.db.execute("ALTER TABLE queue ADD COLUMN position INTEGER NOT NULL DEFAULT 0")
         self.db.execute("UPDATE queue SET position=id")
+        self.db.execute("DROP INDEX IF EXISTS queue_state")
         self.db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
         self.db.execute("COMMIT")
 

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 UNBOUNDED = 1 << 62  # a head no queue reaches: every queued URL stays in memory
+# Rows read per page-in at least: a deepening pick reads 64 URLs (policies.SHAPE_WINDOW), a sample up to
+# 2,000; one query for most hosts instead of one per few URLs.
+PAGE_ROWS = 64
 
 
 @dataclass(slots=True)
@@ -147,7 +150,7 @@ class HostQueue:
             return []
         held = len(self.items)
         # doubling: a policy that reads 2,000 URLs pages them in with a few queries, not hundreds
-        limit = -1 if windows.head == UNBOUNDED else max(wanted - held, held, windows.head)
+        limit = -1 if windows.head == UNBOUNDED else max(wanted - held, held, PAGE_ROWS)
         after = self.items[-1].position if self.items else None
         more = windows.store.queued(self.host, after, limit)
         self.items.extend(more)

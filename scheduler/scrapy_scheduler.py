@@ -72,7 +72,6 @@ class HostScheduler:
             concurrency_per_group=settings.getint("HOSTCRAWL_GROUP_CONCURRENCY", 1),
             threshold=settings.getfloat("HOSTCRAWL_THRESHOLD"),
             fill_hosts=max(1, settings.getint("CONCURRENT_REQUESTS") // 8),
-            # queued URLs held in memory beyond each host's head; 0 keeps them all in memory
             memory_urls=settings.getint("HOSTCRAWL_FRONTIER_MEMORY_URLS", MEMORY_URLS),
         )
         # a recrawl plan carries the hosts' percentiles itself, and their budgets and density priors

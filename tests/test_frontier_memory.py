@@ -3,16 +3,20 @@ and a bounded window, and the crawl is the one the all-in-memory frontier makes.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import tempfile
 import tracemalloc
 from pathlib import Path
 
+import polars as pl
 import pytest
+from hostcrawl_cli import hostcrawl
 
+from crawler.audit import audit_test_web
 from crawler.replay import SimulatedCrawl
-from crawler.testweb import TestWebConfig
+from crawler.testweb import TestWebConfig, TestWebProcess
 from crawler.testweb.model import SiteModel
 from scheduler.core import FrontierLimits, HostFrontier
 from scheduler.frontier import APPLICATION_ID, SCHEMA_VERSION, FrontierError, SQLiteFrontier
@@ -205,7 +209,7 @@ def test_a_resumed_bounded_frontier_fetches_what_was_in_flight_first_then_the_re
         resumed, clock = make_frontier(tmp_path / f"{name}.sqlite3", "bfs", **limits)
         assert resumed.load() == 2
         if name == "bounded":
-            assert urls_in_memory(resumed) <= 20  # one head per host: the rest stays on disk
+            assert urls_in_memory(resumed) <= 20 + 16  # a head per host and the window: the rest on disk
         orders.append(drain(resumed, clock, 10**6))
     bounded, everything = orders
     assert bounded == everything
@@ -244,3 +248,26 @@ def test_a_frontier_of_the_previous_schema_is_migrated_and_resumed_in_row_order(
     db.close()
     with pytest.raises(FrontierError, match=f"frontier schema 1 is not {SCHEMA_VERSION}"):
         SQLiteFrontier(older)
+
+
+@pytest.mark.slow
+def test_a_real_crawl_with_one_url_of_window_pages_its_queues_in_and_stays_polite(tmp_path: Path) -> None:
+    config, web_dir, run = TestWebConfig(n_hosts=20, seed=4), tmp_path / "web", tmp_path / "run"
+    web_dir.mkdir()
+    with TestWebProcess(config, web_dir) as web:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("\n".join(web.seed_urls) + "\n")
+        process = hostcrawl(
+            "crawl", "--seeds", str(seeds), "--out", str(run), "--proxy", web.proxy_url, "--allow-private",
+            "--min-delay", "0.05", "--max-pages", "300", "--timeout", "3", "--policy", "adaptive",
+            "--user-agent", "hostcrawl-test/1.0", "--no-progress", "--frontier-memory-urls", "1",
+        )  # fmt: skip
+    assert process.returncode == 0, process.stderr[-3000:]
+    stats = json.loads((run / "stats.json").read_text())
+    assert stats["frontier/queue_paged_in"] > 0
+    pages = pl.read_parquet(run / "pages.parquet")
+    assert pages.height >= 250
+    fetched_twice = pages.filter(pl.col("status") == 200).group_by("url").len().filter(pl.col("len") > 1)
+    assert fetched_twice.is_empty(), fetched_twice
+    _, audit = audit_test_web(web_dir, SiteModel(config), 0.05, "hostcrawl-test/1.0", "hostcrawl-test/1.0")
+    assert audit.overlapping == audit.too_fast == audit.disallowed == 0, audit.examples
