@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import tempfile
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -15,6 +16,7 @@ import pytest
 from hostcrawl_cli import hostcrawl
 
 from crawler.audit import audit_test_web
+from crawler.config import ConfigError, load_config
 from crawler.replay import SimulatedCrawl
 from crawler.testweb import TestWebConfig, TestWebProcess
 from crawler.testweb.model import SiteModel
@@ -58,7 +60,9 @@ def urls_in_memory(frontier: HostFrontier) -> int:
     return sum(len(record.queue.items) for record in frontier.hosts.values())
 
 
-def drain(frontier: HostFrontier, clock: Clock, leases: int, after_each: object = None) -> list[str]:
+def drain(
+    frontier: HostFrontier, clock: Clock, leases: int, after_each: Callable[[], None] = lambda: None
+) -> list[str]:
     """Fetch and score pages, one per host per second, in the order the frontier hands them out."""
     handed: list[str] = []
     while len(handed) < leases and frontier.has_pending():
@@ -66,8 +70,7 @@ def drain(frontier: HostFrontier, clock: Clock, leases: int, after_each: object 
         if lease is None:
             clock.now = frontier.next_ready_at() or clock.now + 1.0
             continue
-        if callable(after_each):
-            after_each()
+        after_each()
         handed.append(lease.url)
         frontier.fetch_ended(lease, True, clock.now + 1.0)
         frontier.observe(lease, 0.9 if len(lease.url) % 3 else 0.1)
@@ -271,3 +274,10 @@ def test_a_real_crawl_with_one_url_of_window_pages_its_queues_in_and_stays_polit
     assert fetched_twice.is_empty(), fetched_twice
     _, audit = audit_test_web(web_dir, SiteModel(config), 0.05, "hostcrawl-test/1.0", "hostcrawl-test/1.0")
     assert audit.overlapping == audit.too_fast == audit.disallowed == 0, audit.examples
+
+
+def test_a_negative_memory_bound_in_a_config_is_refused_naming_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text("[fetch]\nfrontier_memory_urls = -1\n")
+    with pytest.raises(ConfigError, match=r"crawl\.toml: fetch\.frontier_memory_urls must be >= 0"):
+        load_config(config)
