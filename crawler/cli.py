@@ -23,8 +23,8 @@ from crawler.config import (
     table_problem,
     validate,
 )
-from scheduler.core import MEMORY_URLS
 from scheduler.frontier import FrontierError
+from scheduler.queue_window import MEMORY_URLS
 
 COMMAND_ENTRY_POINTS = "hostcrawl.commands"
 EXIT_OK = 0

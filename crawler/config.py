@@ -18,8 +18,8 @@ import tomli_w
 from cleaner.quality import ScorerSpec, ScorerSpecError, scorer_names
 from cleaner.registry import cleaner_names
 from crawler import __version__
-from scheduler.core import MEMORY_URLS
 from scheduler.policies import POLICIES, TRUTH_POLICIES
+from scheduler.queue_window import MEMORY_URLS
 
 SCRAPY_SCHEDULER = "scrapy"  # Scrapy's own host-blind scheduler, kept as a benchmark baseline
 POLICY_NAMES = (*POLICIES, SCRAPY_SCHEDULER)

@@ -15,18 +15,13 @@ from scheduler.groups import PolitenessGroups
 from scheduler.hosts import HostRecord, HostState, Phase, host_state
 from scheduler.lease import Lease, ScoreLag
 from scheduler.policies import CrawlProgress, Policy, has_page
-from scheduler.queue_window import QueuedUrl, QueueWindows
+from scheduler.queue_window import MEMORY_HEAD, MEMORY_URLS, QueuedUrl, QueueWindows
 from scheduler.resume import load_frontier
 from scheduler.urls import TrapGuard, canonical, fingerprint, url_shape
 
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
 DIGITS = re.compile(r"\d+")
 ENDED = (HostState.DROPPED, HostState.BLOCKED)  # no policy decision changes these
-# Queued URLs each host keeps in memory while no policy looks further: the adaptive policy's priority reads
-# a host's first linked page, which is nearly always among the first few.
-MEMORY_HEAD = 4
-# URLs the most recently used hosts keep in memory beyond their heads (benchmarks/scheduler_cost.py: ...)
-MEMORY_URLS = 100_000
 
 
 @dataclass(slots=True)

@@ -15,6 +15,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+# Queued URLs each host keeps in memory while no policy looks further: the adaptive policy's priority reads
+# a host's first linked page, which is nearly always among the first few.
+MEMORY_HEAD = 4
+# URLs the most recently used hosts keep in memory beyond their heads: ~25 MB (about 250 bytes a URL), enough
+# for 1,500 hosts being deepened with a 64-URL window each, small next to 100,000 host records (~300 MB)
+MEMORY_URLS = 100_000
 UNBOUNDED = 1 << 62  # a head no queue reaches: every queued URL stays in memory
 # Rows read per page-in at least: a deepening pick reads 64 URLs (policies.SHAPE_WINDOW), a sample up to
 # 2,000; one query for most hosts instead of one per few URLs.

@@ -10,12 +10,13 @@ from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 
-from scheduler.core import MEMORY_URLS, FrontierLimits, HostFrontier
+from scheduler.core import FrontierLimits, HostFrontier
 from scheduler.frontier import SQLiteFrontier, decode_meta, encode_meta
 from scheduler.hosts import HostRecord
 from scheduler.lease import Lease
 from scheduler.policies import PolicyConfig, make_policy
 from scheduler.priors import apply_prior, load_priors, load_truth
+from scheduler.queue_window import MEMORY_URLS
 from scheduler.urls import canonical
 
 if TYPE_CHECKING:
