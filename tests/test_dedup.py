@@ -167,7 +167,9 @@ def test_a_crawl_of_planted_copies_keeps_one_of_each_and_names_the_others(tmp_pa
     docs = {doc["metadata"]["url"]: doc for doc in read_text_shards(run_dir / "text_dedup")}
     assert stats["dedup/docs_in"] == len(curated) and stats["dedup/docs_kept"] == len(docs)
     truth = pl.read_parquet(tmp_path / "web" / "duplicates.parquet")
-    pairs = [(c, o) for c, o in zip(truth["url"], truth["original_url"], strict=True) if {c, o} <= curated]
+    rows = zip(truth["url"], truth["original_url"], truth["kind"], strict=True)
+    fetched = [(c, o, kind) for c, o, kind in rows if {c, o} <= curated]
+    pairs = [(c, o) for c, o, _ in fetched]
     assert len(pairs) >= 5, "too few planted pairs were fetched to test anything"
     for copy, original in pairs:
         assert (copy in docs) != (original in docs), (copy, original)
@@ -175,5 +177,10 @@ def test_a_crawl_of_planted_copies_keeps_one_of_each_and_names_the_others(tmp_pa
         assert doc_id(gone) in docs[kept]["metadata"]["duplicates"]
     removed = stats["dedup/removed/exact"] + stats["dedup/removed/near"]
     assert removed == len(curated) - len(docs) >= len(pairs)
+    kinds = Counter(kind for _, _, kind in fetched)
+    assert stats["dedup/removed/exact"] >= kinds["twin"] > 0  # the same bytes under a second URL
+    assert stats["dedup/removed/near"] >= kinds["near"] > 0  # a new title and sentence: never exact
     report = (run_dir / "report.md").read_text()
-    assert "dedup/docs_kept" in report and "## Scores per language" in report
+    for key in ("dedup/docs_kept", "dedup/removed/exact", "dedup/removed/near"):
+        assert f"| {key} | {stats[key]} |" in report
+    assert "## Scores per language" in report
