@@ -7,9 +7,9 @@ the corpus deduplication (cleaner/dedup.py) over the texts.
 
     python -m benchmarks.dedup_testweb [--seed 1] [--hosts 200] [--share 0.1] [--languages]
 
-A copy counts as found when it and its original end up in one group (either may be the one kept).
-The false-positive rate is the share of distinct pages (neither a copy nor an original) that were
-removed as a copy of anything.
+A copy counts as found when it and its original end up in one group (either may be the one kept);
+shares are printed per kind and per language of the original (`found/zh`). The false-positive rate is
+the share of distinct pages (neither a copy nor an original) that were removed as a copy of anything.
 """
 
 from __future__ import annotations
@@ -29,10 +29,17 @@ from crawler.testweb.text import ALL_LANGUAGES
 CLEANER = "blocks_v1"
 
 
+@dataclass(frozen=True, slots=True)
+class Copy:
+    original: str  # url
+    kind: str
+    language: str  # of the original's host
+
+
 @dataclass(slots=True)
 class Planted:
     docs: list[Doc]
-    copies: dict[str, tuple[str, str]]  # copy url -> (original url, kind)
+    copies: dict[str, Copy]  # by the copy's url
 
 
 def planted_corpus(seed: int, n_hosts: int, share: float, languages: tuple[str, ...] = ()) -> Planted:
@@ -46,42 +53,50 @@ def planted_corpus(seed: int, n_hosts: int, share: float, languages: tuple[str, 
         languages=languages,
     )
     model = SiteModel(cfg)
-    truth = model.duplicates_frame()
-    copies = {row[0]: (row[1], row[2]) for row in truth.iter_rows()}
+    hosts = model.hosts_frame()
+    host_language = dict(zip(hosts["host"], hosts["language"], strict=True))
+    copies = {
+        url: Copy(original, kind, host_language[urlsplit(original).netloc])
+        for url, original, kind in model.duplicates_frame().iter_rows()
+    }
     urls = model.pages_frame().filter("high_quality")["url"].to_list()
-    urls += [u for u, (_, kind) in copies.items() if kind == "twin"]
+    urls += [url for url, copy in copies.items() if copy.kind == "twin"]
     random.Random(seed).shuffle(urls)
     docs = []
     for url in urls:
         parts = urlsplit(url)
         rendered = model.render(parts.netloc, parts.path)
         result = process_page(rendered.body.decode("utf-8"), url, CLEANER, (), "py3langid")
-        docs.append(Doc(url, result.markdown or result.text, result.language))
+        docs.append(Doc(url, result.markdown or result.text))
     return Planted(docs, copies)
 
 
 def evaluate(planted: Planted, result: DedupResult) -> dict[str, float]:
-    """Copies found (overall and per kind) and false positives among distinct pages."""
+    """Copies found (overall, per kind, per language) and false positives among distinct pages."""
 
     def group(url: str) -> str:
         return result.removed.get(url, url)
 
-    found: dict[str, list[bool]] = {}
-    for copy, (original, kind) in planted.copies.items():
-        found.setdefault(kind, []).append(group(copy) == group(original))
-    in_pairs = set(planted.copies) | {original for original, _ in planted.copies.values()}
+    by_kind: dict[str, list[bool]] = {}
+    by_language: dict[str, list[bool]] = {}
+    for url, copy in planted.copies.items():
+        hit = group(url) == group(copy.original)
+        by_kind.setdefault(copy.kind, []).append(hit)
+        by_language.setdefault(copy.language, []).append(hit)
+    in_pairs = set(planted.copies) | {copy.original for copy in planted.copies.values()}
     distinct = [doc.id for doc in planted.docs if doc.id not in in_pairs]
     wrong = [url for url in distinct if url in result.removed]
-    out = {f"found/{kind}": sum(hits) / len(hits) for kind, hits in sorted(found.items())}
-    all_hits = [hit for hits in found.values() for hit in hits]
-    out |= {
+    out: dict[str, float] = {}
+    for key, hits in sorted(by_kind.items()) + sorted(by_language.items()):
+        out[f"found/{key}"] = sum(hits) / len(hits)
+    all_hits = [hit for hits in by_kind.values() for hit in hits]
+    return out | {
         "copies": len(all_hits),
         "found": sum(all_hits) / len(all_hits),
         "distinct": len(distinct),
         "false_positives": len(wrong),
         "false_positive_rate": len(wrong) / max(1, len(distinct)),
     }
-    return out
 
 
 def main(argv: list[str] | None = None) -> None:

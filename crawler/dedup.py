@@ -38,9 +38,7 @@ def dedup_text(text_dir: Path) -> dict[str, int]:
     out_dir = text_dir.parent / DEDUP_DIR
     tmp, old = out_dir.with_name(DEDUP_DIR + ".tmp"), out_dir.with_name(DEDUP_DIR + ".old")
     docs = read_text_shards(text_dir) if text_dir.is_dir() else []
-    result = deduplicate(
-        Doc(d["id"], d.get("text") or "", d.get("metadata", {}).get("language")) for d in docs
-    )
+    result = deduplicate(Doc(d["id"], d.get("text") or "") for d in docs)
     kept, seen = [], set()
     for doc in docs:
         if doc["id"] in result.removed or doc["id"] in seen:

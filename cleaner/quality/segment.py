@@ -7,6 +7,10 @@ is a maintained package with its dictionary inside the wheel (nothing to downloa
   th  PyThaiNLP's newmm (dictionary maximal matching over Thai character clusters)
 Segmented text keeps its lines; words are separated by one space and punctuation stays glued
 to the word before it, so a sentence mark does not become a token of its own.
+
+`segment_scripts` picks the segmenter by the script of each run of text instead of by the page's
+language: deduplication must cut a copied paragraph the same way on any page that carries it, and a
+page's detected language follows whichever text is longest, the copy or the chrome around it.
 """
 
 from __future__ import annotations
@@ -15,9 +19,15 @@ import functools
 import logging
 from collections.abc import Callable
 
+import regex
+
 SEGMENTED_LANGUAGES = frozenset({"zh", "ja", "th"})
 # codes a language identifier gives Chinese text too (py3langid calls some Mandarin "wuu")
 CHINESE = frozenset({"zh", "zh-hans", "zh-hant", "yue", "wuu"})
+# A run of characters of a script written without spaces (Han, kana and their marks, or Thai); a run
+# with kana is Japanese, which writes kanji too, one of Han alone is Chinese.
+UNSPACED_RUN = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\u30fc\u3005]+|\p{Thai}+")
+KANA = regex.compile(r"[\p{Hiragana}\p{Katakana}]")
 
 
 @functools.cache
@@ -61,3 +71,15 @@ def segment(text: str, language: str | None) -> str:
         return text
     split = _segmenter(language)
     return "\n".join(_join(split(line)) for line in text.split("\n"))
+
+
+def run_language(run: str) -> str:
+    """The segmenter for one UNSPACED_RUN match."""
+    if KANA.search(run):
+        return "ja"
+    return "th" if regex.match(r"\p{Thai}", run) else "zh"
+
+
+def segment_scripts(text: str) -> str:
+    """`text` with spaces between the words of every run of Han, kana or Thai, whatever its language."""
+    return UNSPACED_RUN.sub(lambda run: f" {_join(_segmenter(run_language(run[0]))(run[0]))} ", text)
