@@ -6,9 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from cleaner.quality import get_language_identifier, primary_language
-from cleaner.quality.langid import FastTextIdentifier, PackagedIdentifier
+from cleaner.quality import get_language_identifier, get_scorer, langid_batch, primary_language
+from cleaner.quality.langid import BATCH_WALK_MIN, MAX_LANGID_CHARS, FastTextIdentifier, PackagedIdentifier
+from cleaner.quality.langid_batch import BatchClassifier
 from cleaner.quality.train import fit_supervised
+from crawler.testweb.config import TestWebConfig
+from crawler.testweb.model import SiteModel
+from crawler.testweb.text import ALL_LANGUAGES
 
 SAMPLES = {
     "en": "The committee voted to keep the library open on Sunday afternoons for another year.",
@@ -63,3 +67,33 @@ def test_host_primary_language_is_the_commonest_with_its_share() -> None:
     assert primary_language(["fr", "en"]) == ("en", 0.5)  # ties resolve the same way every time
     assert primary_language([None, None]) == (None, 0.0)
     assert primary_language([]) == (None, 0.0)
+
+
+def _pages_in_eleven_languages() -> list[str]:
+    model = SiteModel(TestWebConfig(n_hosts=60, seed=5, languages=ALL_LANGUAGES, hostile_share=0.0))
+    texts = [model.render(spec.name, spec.page_path(j)).main_text for spec in model.hosts for j in range(2)]
+    return [t for t in texts if t]
+
+
+def test_a_batch_of_pages_gets_the_verdicts_py3langid_gives_each_page(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """langid_batch.py steps py3langid's DFA for all pages at once from its private tables: every
+    language and confidence must be the model's own, to the last bit."""
+    model = PackagedIdentifier().model
+    pages = _pages_in_eleven_languages()
+    odd = ["", "x", "ABC DEF GHI JKL MNO PQR STU VWX", "!!! ... ???", "東京", "Ünïcödé " * 40, "a\ud800b"]
+    texts = [page[:MAX_LANGID_CHARS] for page in pages] + odd
+    assert len({model.classify(t)[0] for t in pages}) >= 10
+    assert BatchClassifier(model).classify(texts) == [model.classify(t) for t in texts]
+    monkeypatch.setattr(langid_batch, "HEADS_PER_WALK", 7)  # walks of 7 heads, the last one shorter
+    assert BatchClassifier(model).classify(texts) == [model.classify(t) for t in texts]
+    # through the identifier: batches take the batch walk, single pages the remembered verdicts
+    assert len(pages) >= BATCH_WALK_MIN
+    assert PackagedIdentifier().identify_batch(pages) == [PackagedIdentifier().identify(t) for t in pages]
+
+
+def test_heuristic_v3_scores_a_batch_exactly_as_it_scores_each_page_alone() -> None:
+    pages = _pages_in_eleven_languages()
+    scorer = get_scorer("heuristic_v3")
+    assert scorer.score_batch(pages) == [scorer.score_one(page) for page in pages]

@@ -264,12 +264,14 @@ def rule_pass_rates_batch(texts: Sequence[str], version: int = 1) -> list[dict[s
     """
     out: list[dict[str, float]] = []
     pages: list[_Page] = []
+    # v3: every text's language in one call, which steps py3langid's DFA for all of them at once
+    languages = _identifier().identify_batch(texts) if version >= 3 else []
     for start in range(0, len(texts), BATCH_TEXTS):
         batch = texts[start : start + BATCH_TEXTS]
         rules = [ENGLISH_RULES] * len(batch)
         if version >= 3:
-            languages = _identifier().identify_batch(batch)
-            rules = [profile(language.code if language else None) for language in languages]
+            chunk_languages = languages[start : start + BATCH_TEXTS]
+            rules = [profile(language.code if language else None) for language in chunk_languages]
         chunk = [_page_rates(text, version, r) for text, r in zip(batch, rules, strict=True)]
         kept = [(page, r) for page, r in zip(chunk, rules, strict=True) if page is not None]
         pages = [page for page, _ in kept]
