@@ -28,14 +28,15 @@ SHINGLE_WORDS = 5
 # and SlimPajama use 0.8, FineWeb's 14 bands x 8 rows put the S-curve's midpoint near 0.75. We take
 # 0.7: a syndicated copy keeps the article but not always the chrome the cleaner lets through under
 # the other host's template. On the test web (seeds 0 and 1, 11 languages, pages cleaned by
-# blocks_v1) near copies sit at 0.78-0.90 with their originals over their prose lines (below) and
-# syndicated ones at 0.95-1.0, while distinct pages, even of one host and template, stay below 0.05.
+# blocks_v1) the least similar near copy of each language sits at 0.78-0.90 with its original over
+# their prose lines (below), syndicated ones at 0.95-1.0, while distinct pages, even of one host and
+# template, stay below 0.05.
 NEAR_THRESHOLD = 0.7
 # Candidates come from MinHash LSH, and each is then checked by the exact Jaccard similarity of the
 # two shingle sets (kept as sorted 32-bit hashes), so the signature's estimation error (0.04 at
 # J=0.7 with 128 permutations) never decides. LSH_BANDS x LSH_ROWS = NUM_PERM: a pair at J=0.7 shares
 # a band with probability 1 - (1 - 0.7^4)^32 = 0.99985 (at 0.8, 1 - 3e-7), one at 0.3 with 0.23.
-# (datasketch's own choice for a threshold of 0.55, 21 x 6, missed 7% of the pairs at 0.7.)
+# (datasketch's own choice for a threshold of 0.55, 21 x 6, left 7% of the pairs at 0.7 unproposed.)
 NUM_PERM = 128
 LSH_BANDS, LSH_ROWS = 32, 4
 # Near copies are compared on their prose: lines of at least PROSE_LINE_WORDS words and PROSE_LINE_CHARS
