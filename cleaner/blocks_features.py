@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from cleaner.simplify import HEADINGS, N_FLAGS, Block, SimplePage
+from cleaner.simplify import HEADINGS, N_FLAGS, SECTION_WORDS, Block, SimplePage
 
 
 def _set(text: str) -> frozenset[str]:
@@ -73,8 +73,8 @@ BASE_NAMES = [
     "title_overlap", "tag_code", "heading_level", "atomic", "depth", "position", "words_before",
     "log_page_words", "log_page_blocks", "dist_prev_heading", "after_h1", "dup_text",
     "prices", "shop_phrase", "log_template_repeat", "h1_offset", "h1_word_offset", "page_price_share",
-    "page_shop_phrases", "page_review_share", "page_h1_count",
-    *[f"flag_{i}" for i in range(N_FLAGS)],
+    "page_shop_phrases", "page_review_share", "page_h1_count", "log_wrapped_repeat",
+    *[f"flag_{i}" for i in range(N_FLAGS)], *[f"section_{kind}" for kind in SECTION_WORDS],
     *[f"kw_own_{g}" for g in KEYWORD_GROUPS], *[f"kw_anc_{g}" for g in KEYWORD_GROUPS],
     *[f"tok_{s}" for s in ("own_mean", "own_max", "own_min", "anc_mean", "anc_max", "anc_min")],
     *[f"cont{k}_{s}" for k in range(3) for s in ("log_words", "link_density", "log_blocks", "share")],
@@ -139,9 +139,10 @@ def _block_row(
     row[24] = float(text_counts.get(text, 0) > 1)
     prices = min(len(PRICE.findall(lower_sample)), MAX_PRICES) if digits else 0
     row += [float(prices), float(SHOP_PHRASE.search(lower_sample) is not None)]
-    row += [0.0] * 7  # template repeat, h1 offsets, page shop/review signals: filled per page
+    row += [0.0] * 8  # template repeats, h1 offsets, page shop/review signals: filled per page
     flags = block.flags
     row += [float((flags >> i) & 1) for i in range(N_FLAGS)]
+    row += [float((block.sections >> i) & 1) for i in range(len(SECTION_WORDS))]
     key = (block.own_tokens, block.tokens)
     tokens = token_rows.get(key)
     if tokens is None:
@@ -199,6 +200,16 @@ def _page_context(blocks: list[Block], base: np.ndarray, words: np.ndarray, tota
     for sig in sigs:
         sig_counts[sig] = sig_counts.get(sig, 0) + 1
     base[:, COL["log_template_repeat"]] = [math.log1p(sig_counts[s]) for s in sigs]
+    # cards, teasers and comments: like blocks, each in its own wrapper (one or two levels up), side by side
+    wrappers: dict[tuple[int, int, str, int], set[int]] = {}
+    keys = []
+    for b in blocks:
+        c = (*b.containers, -1, -1, -1)
+        own = [(level, c[level], b.tag, b.depth) for level in (2, 3)]
+        for key in own:
+            wrappers.setdefault(key, set()).add(c[key[0] - 1])
+        keys.append(own)
+    base[:, COL["log_wrapped_repeat"]] = [math.log1p(max(len(wrappers[k]) for k in own)) for own in keys]
     h1 = np.flatnonzero(base[:, COL["heading_level"]] == 1)
     base[:, COL["page_h1_count"]] = len(h1)
     if len(h1):

@@ -27,6 +27,8 @@ LABEL_MIN_SHARE = 0.5
 # a repeated tab) is dropped when it has at least this many words; short repeats ("Add to cart") are
 # left to the model, and repeats among siblings (a refrain, a repeated table row) are kept.
 REPEAT_MIN_WORDS = 3
+# A first-pass block this sure anchors the main text for the second pass's position features.
+STRONG_MAIN = 0.8
 
 
 def block_labels(page: SimplePage, truth: str) -> np.ndarray:
@@ -136,7 +138,34 @@ def stack_features(page: SimplePage, features: np.ndarray, probs: np.ndarray) ->
     cols.append(np.full(n, page_mean))
     order = np.argsort(np.argsort(-p))
     cols.append(order / max(n - 1, 1))
+    cols += _main_text_context(page, p, w)
     return np.hstack([features, np.column_stack(cols).astype(np.float32)])
+
+
+def _main_text_context(page: SimplePage, p: np.ndarray, w: np.ndarray) -> list[np.ndarray]:
+    """Where a block sits against the main text the first pass found: comments, related lists and sign-up
+    boxes come after the article ends, and carry section marks the article's own blocks do not have."""
+    n = len(p)
+    mass = p * w
+    total = max(float(mass.sum()), 1.0)
+    before = (np.cumsum(mass) - mass) / total
+    after = 1.0 - before - mass / total
+    strong = p >= STRONG_MAIN
+    cumw = np.cumsum(w) - w
+    idx = np.flatnonzero(strong)
+    since, until = np.full(n, np.nan), np.full(n, np.nan)
+    if len(idx):
+        last = np.searchsorted(idx, np.arange(n), side="right") - 1
+        nxt = np.searchsorted(idx, np.arange(n), side="left")
+        has_last, has_next = last >= 0, nxt < len(idx)
+        since[has_last] = np.log1p(cumw[has_last] - cumw[idx[last[has_last]]])
+        until[has_next] = np.log1p(cumw[idx[nxt[has_next]]] - cumw[has_next])
+    sections = np.array([b.sections for b in page.blocks])
+    same = np.zeros(n)
+    for value in np.unique(sections):
+        members = sections == value
+        same[members] = mass[members].sum() / total
+    return [before, after, since, until, same, (sections != 0).astype(np.float64)]
 
 
 class BlocksLabeller(BlockLabeller):

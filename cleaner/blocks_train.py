@@ -134,5 +134,6 @@ def train_model(
         say("pass 2")
         boosters.append(_fit(stacked, y, w, SEED + 100))
     table = token_table([(e.page, e.labels, e.domain) for e in examples])
-    meta = {"pages": len(examples), "blocks": len(y), "trees": NUM_TREES, "passes": len(boosters)}
+    meta = {"pages": len(examples), "blocks": len(y), "trees": NUM_TREES, "passes": len(boosters),
+            "page_ids": sorted(e.id for e in examples)}  # fmt: skip
     return BlocksModel(boosters, table, THRESHOLD, meta)

@@ -16,6 +16,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from cleaner.evaluate import EvalReport
+    from cleaner.gate import Gate
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -26,6 +27,7 @@ DATA_HELP = "WCXB-format folder: html/NNNN.html.gz, ground-truth/NNNN.json, meta
 def add_clean_commands(subparsers: argparse._SubParsersAction) -> None:
     """Add `clean train`, `clean eval` and `clean gate` to the hostcrawl command."""
     from cleaner.blocks_model import DEFAULT_MODEL
+    from cleaner.gate import GATE_FILE
     from cleaner.registry import cleaner_names
 
     parser = subparsers.add_parser(
@@ -34,7 +36,9 @@ def add_clean_commands(subparsers: argparse._SubParsersAction) -> None:
         description="Main-content extraction: train `blocks_v1`, score any cleaner, hold the recorded gate.",
     )
     commands = parser.add_subparsers(dest="clean_command", metavar="COMMAND")
-    train = commands.add_parser("train", help="rebuild the blocks_v1 model from WCXB-format pages")
+    train = commands.add_parser(
+        "train", help="rebuild the blocks_v1 model from WCXB-format pages (all but the held-out gate pages)"
+    )
     train.add_argument(
         "--data", type=Path, required=True, help="folder with html/, ground-truth/, metadata.json"
     )
@@ -49,13 +53,14 @@ def add_clean_commands(subparsers: argparse._SubParsersAction) -> None:
     ev.add_argument("--cleaner", required=True, help=f"one of {', '.join(cleaner_names())}")
     ev.add_argument("--predictions", type=Path, help='write {"id": ..., "text": ...} per page (JSON lines)')
     ev.add_argument("--limit", type=int, default=0, help="only the first N pages (all)")
-    ev.add_argument("--gate-subset", action="store_true", help="only the quality gate's fixed subset")
+    ev.add_argument("--gate-subset", action="store_true", help="only the quality gate's held-out pages")
     ev.add_argument("--json", action="store_true", help="print the report as JSON")
     ev.set_defaults(func=cmd_eval)
 
-    gate = commands.add_parser("gate", help="check (or record) each cleaner's minimum F1 on the gate subset")
+    gate = commands.add_parser("gate", help="check (or record) each cleaner's minimum F1 on held-out pages")
     gate.add_argument("--data", type=Path, required=True, help="the WCXB dev folder")
     gate.add_argument("--cleaner", action="append", help="cleaner to check (all recorded ones)")
+    gate.add_argument("--gate-file", type=Path, default=GATE_FILE, help=f"recorded minima ({GATE_FILE.name})")
     gate.add_argument("--record", action="store_true", help="write measured minus margin as the new minimum")
     gate.add_argument("--allow-lower", action="store_true", help="let --record lower a minimum")
     gate.add_argument("--reason", help="why a minimum is lowered (required with --allow-lower)")
@@ -75,13 +80,15 @@ def _err(message: str) -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from cleaner.blocks_train import load_examples, train_model
-    from cleaner.wcxb import DatasetError
+    from cleaner.wcxb import DatasetError, heldout_ids, page_ids
 
     console = Console(stderr=True)
     start = time.perf_counter()
     try:
+        heldout = heldout_ids()
+        ids = [i for i in page_ids(args.data) if i not in heldout]
         with console.status("simplifying and labelling pages"):
-            examples = load_examples(args.data)
+            examples = load_examples(args.data, ids)
     except DatasetError as exc:
         _err(str(exc))
         return EXIT_USAGE
@@ -94,13 +101,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     size = args.out.stat().st_size
     Console().print(
         f"trained blocks_v1 on {len(examples)} pages ({model.meta['blocks']:,} blocks, {len(model.boosters)} "
-        f"passes) in {time.perf_counter() - start:.0f} s -> {args.out} ({size / 1e6:.2f} MB)"
+        f"passes; the {len(heldout)} held-out gate pages left out) in {time.perf_counter() - start:.0f} s "
+        f"-> {args.out} ({size / 1e6:.2f} MB)"
     )
     return EXIT_OK
 
 
-def _load(data: Path, limit: int, gate_subset: bool) -> tuple[list[str], int] | None:
-    from cleaner.gate import load_gate
+def _load(data: Path, limit: int, gate: Gate | None) -> tuple[list[str], int] | None:
     from cleaner.wcxb import DatasetError, page_ids
 
     try:
@@ -108,8 +115,8 @@ def _load(data: Path, limit: int, gate_subset: bool) -> tuple[list[str], int] | 
     except DatasetError as exc:
         _err(str(exc))
         return None
-    if gate_subset:
-        ids = load_gate().subset(ids)
+    if gate is not None:
+        ids = gate.subset(ids)
     if limit:
         ids = ids[:limit]
     return ids, len(ids)
@@ -136,12 +143,11 @@ def _run_eval(data: Path, name: str, ids: list[str], predictions: Path | None) -
 
 
 def _print_report(report: EvalReport) -> None:
-    table = Table(title=f"{report.cleaner}: macro word-F1 by page type")
-    for column in ("type", "pages", "F1"):
+    table = Table(title=f"{report.cleaner}: macro word precision, recall and F1 by page type")
+    for column in ("type", "pages", "precision", "recall", "F1"):
         table.add_column(column, justify="left" if column == "type" else "right")
-    for page_type, (n, f1) in report.per_type().items():
-        table.add_row(page_type, str(n), f"{f1:.3f}")
-    table.add_row("all", str(sum(n for n, _ in report.per_type().values())), f"{report.macro_f1:.3f}")
+    for page_type, s in report.per_type().items():
+        table.add_row(page_type, str(s.pages), f"{s.precision:.3f}", f"{s.recall:.3f}", f"{s.f1:.3f}")
     console = Console()
     console.print(table)
     console.print(
@@ -151,6 +157,7 @@ def _print_report(report: EvalReport) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from cleaner.gate import load_gate
     from cleaner.registry import CLEANERS
     from cleaner.wcxb import DatasetError
 
@@ -160,7 +167,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.limit < 0:
         _err(f"--limit {args.limit}: must be 0 (all pages) or more")
         return EXIT_USAGE
-    loaded = _load(args.data, args.limit, args.gate_subset)
+    loaded = _load(args.data, args.limit, load_gate() if args.gate_subset else None)
     if loaded is None:
         return EXIT_USAGE
     if args.predictions is not None and (problem := _unwritable(args.predictions)):
@@ -200,21 +207,27 @@ def _unwritable(path: Path) -> str | None:
 def cmd_gate(args: argparse.Namespace) -> int:
     from cleaner.gate import load_gate
 
-    gate = load_gate()
+    try:
+        gate = load_gate(args.gate_file)
+    except ValueError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
     names = args.cleaner or sorted(gate.minimum_f1)
     if args.allow_lower and not args.reason:
         _err("--allow-lower needs --reason")
         return EXIT_USAGE
-    loaded = _load(args.data, 0, gate_subset=True)
+    loaded = _load(args.data, 0, gate)
     if loaded is None:
         return EXIT_USAGE
     failed = False
+    reports = []
     for name in names:
         try:
             report = _run_eval(args.data, name, loaded[0], None)
         except (ImportError, FileNotFoundError) as exc:
             _err(str(exc))
             return EXIT_FAILED
+        reports.append(report)
         if args.record:
             try:
                 new = gate.record(report, args.allow_lower, args.reason)
@@ -228,4 +241,19 @@ def cmd_gate(args: argparse.Namespace) -> int:
         print(problem or f"{name}: macro F1 {report.macro_f1:.4f} >= {gate.minimum_f1.get(name, 0):.4f} ok")
     if args.record:
         gate.save()
+    _print_comparison(reports)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _print_comparison(reports: list[EvalReport]) -> None:
+    """Precision / recall / F1 per page type, one column group per cleaner, all from the same pages."""
+    table = Table(title="held-out gate pages: macro word precision / recall / F1")
+    table.add_column("type")
+    table.add_column("pages", justify="right")
+    for report in reports:
+        table.add_column(report.cleaner, justify="right")
+    per_type = [report.per_type() for report in reports]
+    for page_type, first in per_type[0].items():
+        cells = [f"{s.precision:.3f} / {s.recall:.3f} / {s.f1:.3f}" for s in (t[page_type] for t in per_type)]
+        table.add_row(page_type, str(first.pages), *cells)
+    Console(width=200).print(table)

@@ -29,6 +29,34 @@ class PageScore:
     empty: bool
 
 
+@dataclass(frozen=True, slots=True)
+class TypeScores:
+    """Macro precision, recall and F1 over the pages of one type that have a truth text."""
+
+    pages: int
+    precision: float
+    recall: float
+    f1: float
+
+
+def type_scores(pages: Iterable[PageScore]) -> dict[str, TypeScores]:
+    """Page type -> macro scores, plus "all" over every page with a truth text."""
+    groups: dict[str, list[PageScore]] = {}
+    for p in pages:
+        if p.f1 is not None:
+            groups.setdefault(p.page_type, []).append(p)
+            groups.setdefault("all", []).append(p)
+    return {
+        t: TypeScores(
+            len(v),
+            statistics.mean(p.precision or 0.0 for p in v),
+            statistics.mean(p.recall or 0.0 for p in v),
+            statistics.mean(p.f1 or 0.0 for p in v),
+        )
+        for t, v in sorted(groups.items(), key=lambda kv: (kv[0] == "all", kv[0]))
+    }
+
+
 @dataclass(slots=True)
 class EvalReport:
     """Scores of one cleaner over a set of pages."""
@@ -42,13 +70,9 @@ class EvalReport:
         scores = [p.f1 for p in self.pages if p.f1 is not None]
         return statistics.mean(scores) if scores else 0.0
 
-    def per_type(self) -> dict[str, tuple[int, float]]:
-        """Page type -> (pages with a truth text, macro F1)."""
-        out: dict[str, list[float]] = {}
-        for p in self.pages:
-            if p.f1 is not None:
-                out.setdefault(p.page_type, []).append(p.f1)
-        return {t: (len(v), statistics.mean(v)) for t, v in sorted(out.items())}
+    def per_type(self) -> dict[str, TypeScores]:
+        """Page type -> macro precision, recall and F1; "all" last."""
+        return type_scores(self.pages)
 
     @property
     def with_share(self) -> float:
@@ -73,12 +97,17 @@ class EvalReport:
             "cleaner": self.cleaner,
             "pages": len(self.pages),
             "macro_f1": round(self.macro_f1, 4),
-            "per_type": {t: {"pages": n, "f1": round(f, 4)} for t, (n, f) in self.per_type().items()},
+            "per_type": {t: _rounded(s) for t, s in self.per_type().items() if t != "all"},
             "with_found": round(self.with_share, 4),
             "without_avoided": round(self.without_share, 4),
             "empty": self.empty,
             "pages_per_second": round(self.pages_per_second, 2),
         }
+
+
+def _rounded(scores: TypeScores) -> dict[str, float | int]:
+    return {"pages": scores.pages, "precision": round(scores.precision, 4), "recall": round(scores.recall, 4),
+            "f1": round(scores.f1, 4)}  # fmt: skip
 
 
 def score_page(page: TruthPage, text: str) -> PageScore:

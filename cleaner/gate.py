@@ -1,4 +1,4 @@
-"""The cleaners' quality gate: minimum macro F1 per cleaner on a fixed subset of the WCXB dev pages."""
+"""The cleaners' quality gate: minimum macro F1 per cleaner on the held-out WCXB dev pages."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cleaner.evaluate import EvalReport
+from cleaner.wcxb import heldout_ids
 
 GATE_FILE = Path(__file__).resolve().parent / "quality_gate.json"
 # Recorded minima sit this far below the measured score, so float noise and library patch releases pass.
@@ -15,15 +16,17 @@ RECORD_MARGIN = 0.01
 
 @dataclass(slots=True)
 class Gate:
-    """Which pages (every `step`-th id) and the minimum macro F1 each cleaner must keep there."""
+    """Which pages (the held-out ones, never trained on) and the minimum macro F1 each cleaner keeps there."""
 
-    step: int
+    pages: frozenset[str]
     minimum_f1: dict[str, float]
     history: list[dict[str, object]]
+    path: Path = GATE_FILE
+    pages_file: str = "wcxb_heldout.json"  # beside the gate file
 
     def subset(self, ids: list[str]) -> list[str]:
-        """The fixed gate subset of a sorted id list."""
-        return ids[:: self.step]
+        """The gate's pages among `ids`, in their order."""
+        return [i for i in ids if i in self.pages]
 
     def check(self, report: EvalReport) -> str | None:
         """A failure message, or None when the cleaner holds its minimum (or has none)."""
@@ -32,7 +35,7 @@ class Gate:
             return None
         return (
             f"{report.cleaner}: macro F1 {report.macro_f1:.4f} on {len(report.pages)} gate pages is below "
-            f"the recorded minimum {minimum:.4f} ({GATE_FILE.name})"
+            f"the recorded minimum {minimum:.4f} ({self.path.name})"
         )
 
     def record(self, report: EvalReport, allow_lower: bool, reason: str | None) -> float:
@@ -49,20 +52,23 @@ class Gate:
         self.minimum_f1[report.cleaner] = new
         return new
 
-    def save(self, path: Path = GATE_FILE) -> None:
+    def save(self) -> None:
         doc = {
-            "step": self.step,
+            "pages": self.pages_file,
             "minimum_f1": dict(sorted(self.minimum_f1.items())),
             "history": self.history,
         }
-        path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        self.path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
 def load_gate(path: Path = GATE_FILE) -> Gate:
     """Read the recorded gate; errors name the file."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        return Gate(int(doc["step"]), {str(k): float(v) for k, v in doc["minimum_f1"].items()},
-                    list(doc.get("history", [])))  # fmt: skip
+        pages_file = str(doc["pages"])
+        minimum = {str(k): float(v) for k, v in doc["minimum_f1"].items()}
+        return Gate(
+            heldout_ids(path.parent / pages_file), minimum, list(doc.get("history", [])), path, pages_file
+        )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: unreadable quality gate ({exc})") from exc

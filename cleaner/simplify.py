@@ -70,6 +70,17 @@ TAG_FLAGS = {
     "blockquote": F_BLOCKQUOTE, "button": F_BUTTON, "details": F_DETAILS, "figure": F_FIGURE,
     "section": F_SECTION,
 }  # fmt: skip
+# Class/id words of page sections that sit beside an article but are not it. Any ancestor carrying one marks
+# the block (the nearest tokens alone miss a comment list's outer wrapper); one bit per section kind.
+SECTION_WORDS: dict[str, frozenset[str]] = {
+    "comment": frozenset(str.split("comment comments commentlist respond disqus discussion replies reply")),
+    "related": frozenset(str.split("related recommended recommendations recirc recirculation suggested "
+                                   "outbrain taboola readmore morestories popular trending mostread")),
+    "teaser": frozenset(str.split("teaser teasers card cards tile tiles feed stream promo promos")),
+    "newsletter": frozenset(str.split("newsletter newsletters subscribe subscription signup optin "
+                                      "mailchimp")),
+}  # fmt: skip
+SECTION_BITS = {word: 1 << i for i, words in enumerate(SECTION_WORDS.values()) for word in words}
 HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 TOKEN_SPLIT = re.compile(r"[^a-z0-9]+")
 CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
@@ -92,6 +103,7 @@ class Block:
     own_tokens: tuple[str, ...]  # class/id tokens of the owning element
     nodes: list[LexborNode]  # text nodes of a run, or [element] for an atomic block
     atomic: bool = False
+    sections: int = 0  # SECTION_WORDS bits of all ancestors
 
 
 @dataclass(slots=True)
@@ -121,6 +133,7 @@ class _Frame:
     own_tokens: tuple[str, ...]
     depth: int
     block: bool
+    sections: int = 0
 
 
 def class_tokens(attrs: dict[str, str | None]) -> tuple[str, ...]:
@@ -158,7 +171,7 @@ class _Builder:
         self.link_words = 0
         self.links = 0
         self.truncated = False
-        self.token_cache: dict[str, tuple[str, ...]] = {}
+        self.token_cache: dict[str, tuple[tuple[str, ...], int]] = {}
 
     def new_container(self) -> int:
         self.container_words.append(0)
@@ -199,6 +212,7 @@ class _Builder:
                 tokens=frame.tokens,
                 own_tokens=frame.own_tokens,
                 nodes=nodes,
+                sections=frame.sections,
             )
         )
 
@@ -225,6 +239,7 @@ class _Builder:
                 own_tokens=frame.own_tokens,
                 nodes=[node],
                 atomic=True,
+                sections=frame.sections,
             )
         )
 
@@ -233,12 +248,18 @@ def _child_frame(builder: _Builder, parent: _Frame, node: LexborNode, tag: str) 
     attrs = node.attributes
     flags = parent.flags | TAG_FLAGS.get(tag, 0)
     own: tuple[str, ...] = ()
+    sections = parent.sections
     if attrs:
         key = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
         cached = builder.token_cache.get(key)
         if cached is None:
-            cached = builder.token_cache[key] = class_tokens(attrs)
-        own = cached
+            words = class_tokens(attrs)
+            bits = 0
+            for word in words:
+                bits |= SECTION_BITS.get(word, 0)
+            cached = builder.token_cache[key] = (words, bits)
+        own, own_bits = cached
+        sections |= own_bits
     if attrs and _is_hidden(attrs):
         flags |= F_HIDDEN
     tokens = parent.tokens
@@ -260,6 +281,7 @@ def _child_frame(builder: _Builder, parent: _Frame, node: LexborNode, tag: str) 
         own_tokens=own if block else parent.own_tokens,
         depth=parent.depth + 1,
         block=block,
+        sections=sections,
     )
 
 

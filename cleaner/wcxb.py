@@ -13,6 +13,7 @@ from pathlib import Path
 from cleaner.base import decode_html
 
 WORD = re.compile(r"\w+")
+HELDOUT_FILE = Path(__file__).resolve().parent / "wcxb_heldout.json"
 
 
 class DatasetError(ValueError):
@@ -110,3 +111,12 @@ def iter_pages(root: Path, ids: list[str] | None = None) -> Iterator[TruthPage]:
             with_snippets=[s for s in truth.get("with") or [] if isinstance(s, str)],
             without_snippets=[s for s in truth.get("without") or [] if isinstance(s, str)],
         )
+
+
+def heldout_ids(path: Path = HELDOUT_FILE) -> frozenset[str]:
+    """WCXB dev pages (whole domains) kept out of the shipped model's training: the gate scores them."""
+    try:
+        ids = json.loads(path.read_text(encoding="utf-8"))["ids"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DatasetError(f"{path}: unreadable held-out page list ({exc})") from exc
+    return frozenset(str(i) for i in ids)

@@ -13,6 +13,85 @@ from cleaner.blocks_model import DEFAULT_MODEL, BlocksCleaner, BlocksModel, bloc
 from cleaner.blocks_train import Example, train_model
 from cleaner.simplify import simplify
 
+ARTICLE = [
+    "The town council voted on Tuesday to repair the old stone bridge over the river, ending a "
+    "debate that has divided residents for more than three years.",
+    "Engineers told the meeting that the granite arches are sound, but that the deck has been "
+    "weakened by repeated floods and must be rebuilt before next winter.",
+    "The work will cost about four million pounds, most of which will come from a loan that the "
+    "council expects to repay over the next twenty years from its road budget.",
+    "Residents who had campaigned for a new bridge said they were disappointed, and argued that a "
+    "modern crossing would have been cheaper to maintain in the long run.",
+    "The council leader said the old bridge was part of the history of the valley and that the "
+    "town would be poorer without it, whatever the accountants might say.",
+    "Masons from the cathedral workshop will advise on the repairs, and the museum plans an "
+    "exhibition on the bridge's medieval builders while the work is under way.",
+]
+RELATED = [
+    (
+        "Flood defences to be raised along the harbour wall",
+        "The harbour board has approved plans for a higher wall.",
+    ),
+    (
+        "Railway station reopens after a year of works",
+        "Trains are running again on the valley line from Monday.",
+    ),
+    ("Market traders face higher rents from spring", "Stall holders say the increase will drive some away."),
+    (
+        "Divers find medieval pottery near the old quay",
+        "The finds will go on show at the town museum in summer.",
+    ),
+]
+COMMENTS = [
+    (
+        "riverwatcher",
+        "I have lived here for forty years and I think this is the right decision. The bridge has "
+        "survived worse floods than the ones we have had recently, and a new one would never look "
+        "as good.",
+    ),
+    (
+        "Sam T.",
+        "Four million pounds is a lot of money for a town this size. I would like to know what "
+        "else the council is going to cut to pay for it, because nobody has explained that yet.",
+    ),
+    (
+        "harbour_girl",
+        "Does anyone know whether the bridge will be closed to walkers during the works? My "
+        "children cross it every morning on their way to school and the detour is very long.",
+    ),
+]
+
+
+def news_page() -> tuple[str, list[str], list[str]]:
+    """A news article followed by related stories (teaser cards), a newsletter box and a comment thread,
+    under the class names such sections usually carry: (html, paragraphs to keep, texts to drop)."""
+    rel_cls, com_cls, nl_cls = "related-stories", "comments", "newsletter-signup"
+    related = "".join(
+        f'<li class="card"><a href="/news/{i}">{h}</a><p>{t}</p></li>' for i, (h, t) in enumerate(RELATED)
+    )
+    comments = "".join(
+        f'<div class="c-item"><div class="c-meta"><a href="/u/{a}">{a}</a> 2 hours ago</div>'
+        f'<div class="c-body"><p>{t}</p></div><a href="#reply">Reply</a></div>'
+        for a, t in COMMENTS
+    )
+    html = f"""<html><head><title>Council votes to repair the old stone bridge | Valley News</title></head>
+<body><header class="site-header"><nav class="menu"><ul><li><a href="/">Home</a></li>
+<li><a href="/news">News</a></li>
+<li><a href="/sport">Sport</a></li><li><a href="/weather">Weather</a></li></ul></nav></header>
+<main><article class="story"><h1>Council votes to repair the old stone bridge</h1>
+<p class="byline">By Jane Rivers, 4 March 2025</p>
+{"".join(f"<p>{p}</p>" for p in ARTICLE)}</article>
+<section class="{rel_cls}"><h2>Related stories</h2><ul>{related}</ul></section>
+<div class="{nl_cls}"><h3>Get the Valley morning briefing</h3><p>Sign up to receive our top stories in your
+inbox every morning. You can unsubscribe at any time.</p><form><input type="email"><button>Sign up</button>
+</form></div>
+<section id="{com_cls}"><h2>3 comments</h2>{comments}</section></main>
+<footer><p>Copyright 2025 Valley News Ltd. All rights reserved.</p></footer></body></html>"""
+    drop = [h for h, _ in RELATED] + [t for _, t in RELATED] + [t for _, t in COMMENTS]
+    drop += ["Sign up to receive our top stories", "Get the Valley morning briefing"]
+    return html, ARTICLE, drop
+
+
 WORDS = str.split(
     "river bridge stone town council engineers granite arches flood deck masons history loan years spring "
     "summer divers museum exhibition medieval mortar residents valley water harbour market railway"
@@ -143,3 +222,12 @@ def test_shipped_model_is_small_and_cleans_through_the_registry() -> None:
 def test_bad_pages_clean_to_none_or_a_page_without_raising(html: str) -> None:
     page = get_cleaner("blocks_v1").clean(html)
     assert page is None or isinstance(page, CleanedPage)
+
+
+def test_shipped_model_drops_related_stories_newsletter_box_and_comments_under_a_news_article() -> None:
+    html, keep, drop = news_page()
+    page = get_cleaner("blocks_v1").clean(html, "https://valley.example/news/bridge")
+    assert page is not None
+    assert [p for p in keep if p not in page.text] == []
+    # the model before section marks kept the first comment here
+    assert [d for d in drop if d in page.text] == []

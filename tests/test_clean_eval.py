@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from shared_data import require_shared_data
 
+from cleaner.blocks_model import DEFAULT_MODEL, BlocksModel
 from cleaner.clean_cli import add_clean_commands
 from cleaner.evaluate import evaluate
 from cleaner.gate import load_gate
 from cleaner.registry import get_cleaner
-from cleaner.wcxb import iter_pages, page_ids, snippet_hits, word_f1
+from cleaner.wcxb import heldout_ids, iter_pages, page_ids, snippet_hits, word_f1
 
 ARTICLE = "The harbour master said the new quay will open in May after two years of work on the old pier."
 
@@ -66,8 +67,10 @@ def test_evaluate_reports_per_type_f1_snippets_and_skips_snippet_only_pages(tmp_
     root = _write_dataset(tmp_path / "data")
     report = evaluate(get_cleaner("resiliparse_v1"), iter_pages(root))
     assert len(report.pages) == 2
-    assert set(report.per_type()) == {"article"}  # the forum page has no main_content
+    assert set(report.per_type()) == {"article", "all"}  # the forum page has no main_content
     assert report.macro_f1 > 0.9
+    article = report.per_type()["article"]
+    assert article.pages == 1 and article.precision > 0.9 and article.recall > 0.9
     assert report.with_share == 1.0 and report.without_share == 1.0
     assert report.pages_per_second > 0
 
@@ -82,7 +85,8 @@ def test_eval_cli_writes_one_prediction_per_page(tmp_path: Path, capsys: pytest.
     assert [line["id"] for line in lines] == ["0001", "0002"]
     assert "harbour master" in lines[0]["text"]
     report = json.loads(capsys.readouterr().out)
-    assert report["cleaner"] == "blocks_v1" and report["pages"] == 2 and "article" in report["per_type"]
+    assert report["cleaner"] == "blocks_v1" and report["pages"] == 2
+    assert set(report["per_type"]["article"]) == {"pages", "precision", "recall", "f1"}
 
 
 def test_eval_cli_rejects_unknown_cleaner_and_names_the_broken_file(
@@ -119,3 +123,30 @@ def test_every_cleaner_holds_its_recorded_minimum_on_the_gate_subset() -> None:
         if problem:
             failures.append(problem)
     assert not failures, "; ".join(failures)
+
+
+def test_gate_pages_are_held_out_sites_the_shipped_model_never_trained_on() -> None:
+    heldout = heldout_ids()
+    trained = set(BlocksModel.load(DEFAULT_MODEL).meta["page_ids"])
+    assert len(trained) > 900 and len(heldout) > 250
+    assert not trained & heldout
+    root = require_shared_data("wcxb-dev")
+    files = json.loads((root / "metadata.json").read_text())["files"]
+    assert load_gate().subset(page_ids(root)) == sorted(heldout)
+    # whole sites are held out: the model has seen no page of a gate page's domain
+    assert not {files[i]["domain"] for i in trained} & {files[i]["domain"] for i in heldout}
+
+
+def test_gate_cli_prints_precision_and_recall_per_type_for_each_cleaner(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _write_dataset(tmp_path / "data")
+    gate = tmp_path / "gate.json"
+    (tmp_path / "heldout.json").write_text(json.dumps({"ids": ["0001", "0002"]}))
+    gate.write_text(json.dumps({"pages": "heldout.json", "minimum_f1": {"resiliparse_v1": 0.5}}))
+    cleaners = ["--cleaner", "resiliparse_v1", "--cleaner", "trafilatura_v1"]
+    assert _run(["clean", "gate", "--data", str(root), "--gate-file", str(gate), *cleaners]) == 0
+    out = capsys.readouterr().out
+    assert "resiliparse_v1: macro F1" in out and "precision / recall / F1" in out
+    article = next(line for line in out.splitlines() if line.strip("│ ").startswith("article"))
+    assert article.count("/") == 4  # precision / recall / F1 for both cleaners

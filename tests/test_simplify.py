@@ -7,7 +7,7 @@ import time
 import pytest
 
 from cleaner.render import main_html, render_markdown, render_text
-from cleaner.simplify import F_HIDDEN, F_NAV, MAX_BLOCKS, SimplePage, cap_depth, simplify
+from cleaner.simplify import F_HIDDEN, F_NAV, MAX_BLOCKS, SECTION_BITS, SimplePage, cap_depth, simplify
 
 PAGE = """<!DOCTYPE html><html><head><title>Bridge | Valley News</title><style>p {color: red}</style>
 <script>var notContent = "<p>never</p>";</script></head><body>
@@ -112,3 +112,21 @@ def test_depth_cap_keeps_ordinary_pages_untouched() -> None:
     assert cap_depth(ordinary) == (ordinary, False)
     cut, was_cut = cap_depth("<section>" * 5_000 + "text")
     assert was_cut and "text" not in cut
+
+
+def test_a_comment_section_marks_every_block_under_it_however_deep() -> None:
+    page = simplify(
+        '<article class="story"><p>The bridge reopens in May.</p></article>'
+        '<section id="comments">'
+        + '<div class="mx-auto my-4 px-3 py-2 rounded shadow">' * 3
+        + "<p>Great news for walkers.</p>"
+        + "</div>" * 3
+        + "</section>"
+        + '<div class="newsletter-signup"><p>Sign up for the morning briefing.</p></div>'
+    )
+    marks = {b.text: b.sections for b in page.blocks}
+    assert marks["The bridge reopens in May."] == 0
+    # the comment wrapper lies beyond the 16 nearest class tokens a block keeps
+    assert "comments" not in page.blocks[1].tokens
+    assert marks["Great news for walkers."] == SECTION_BITS["comments"]
+    assert marks["Sign up for the morning briefing."] == SECTION_BITS["newsletter"]
