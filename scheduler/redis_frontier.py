@@ -116,8 +116,9 @@ class RedisFrontier:
         """True for the worker that seeds the run; the others join it (and its budget)."""
         first = bool(self.client.hsetnx(self.key("meta"), "seeded_by", worker))
         if first:
-            meta = {"budget": str(budget), "state": "running", "started": str(time.time())}
-            self.client.hset(self.key("meta"), mapping={**meta, "config": json.dumps(config)})
+            started, settings = str(time.time()), json.dumps(config)
+            meta = {"budget": str(budget), "state": "running", "started": started, "config": settings}
+            self.client.hset(self.key("meta"), mapping=meta)  # type: ignore[arg-type]  # (invariant Mapping)
             with contextlib.suppress(redis.ResponseError):  # a managed Redis may refuse CONFIG
                 self.client.config_set("set-max-intset-entries", INTSET_ENTRIES)  # compact dedup buckets
         return first
