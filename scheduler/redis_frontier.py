@@ -142,12 +142,16 @@ class RedisFrontier:
         """Queues URLs (one round trip); per URL None or why it was not queued (a stats reason)."""
         if not urls:
             return []
+        return [reason or None for reason in self._call("ENQUEUE", *self.enqueue_args(urls, cap))]
+
+    @staticmethod
+    def enqueue_args(urls: list[NewUrl], cap: int = QUEUE_CAP) -> list[Any]:
         args: list[Any] = [cap]
         for item in urls:
             bucket, member = dedup_key(item.request.url)
             flags = (1 if item.front else 0) | (2 if item.force else 0)
             args += [item.host, bucket, member, item.request.encode(), flags, repr(float(item.priority))]
-        return [reason or None for reason in self._call("ENQUEUE", *args)]
+        return args
 
     def claim(self, n: int, worker: str, budget: int) -> list[Claimed]:
         flat = self._call("CLAIM", n, self.lease_ms, worker, budget)
@@ -187,22 +191,21 @@ class RedisFrontier:
     # -- shared state -------------------------------------------------------------------------------
 
     def host_record(self, host: str) -> dict[str, Any]:
-        raw = self.client.hget(self.key("hosts"), host)
+        raw = self.client.get(self.key(f"host:{host}"))
         data = json.loads(raw) if raw else {}
         return data if isinstance(data, dict) else {}
 
-    def save_host_record(self, host: str, record: dict[str, Any]) -> None:
-        self.client.hset(self.key("hosts"), host, json.dumps(record, separators=(",", ":")))
-
     def host_records(self) -> dict[str, dict[str, Any]]:
+        """Every host's shared record (a SCAN: for reports and status, not the crawl's hot path)."""
+        keys = list(self.client.scan_iter(match=self.key("host:*"), count=1000))
         out = {}
-        for host, raw in self.client.hscan_iter(self.key("hosts"), count=1000):
+        for key, raw in zip(keys, self.client.mget(keys) if keys else [], strict=True):
             try:
-                data = json.loads(raw)
+                data = json.loads(raw) if raw else None
             except ValueError:
                 continue
             if isinstance(data, dict):
-                out[host] = data
+                out[str(key)[len(self.key("host:")) :]] = data
         return out
 
     def save_politeness(self, host: str, part: str, state: dict[str, Any]) -> None:

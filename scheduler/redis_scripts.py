@@ -41,6 +41,7 @@ ENQUEUE = (
 local P = KEYS[1]
 local cap = tonumber(ARGV[1])
 local out = {}
+local queued = 0
 local i = 2
 while i <= #ARGV do
   local h, bucket, member, payload = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
@@ -62,12 +63,13 @@ while i <= #ARGV do
     end
     redis.call('HSETNX', P..'prio', h, prio)
     park(P, h, now, prio)
+    queued = queued + 1
   end
   if reason ~= '' then redis.call('HINCRBY', P..'counters', 'dropped/'..reason, 1) end
   out[#out + 1] = reason
   i = i + 6
 end
-redis.call('HINCRBY', P..'counters', 'enqueued', #out)
+redis.call('HINCRBY', P..'counters', 'enqueued', queued)
 return out
 """
 )
@@ -103,7 +105,7 @@ while taken < n do
     out[#out + 1] = id
     out[#out + 1] = h
     out[#out + 1] = payload
-    out[#out + 1] = redis.call('HGET', P..'hosts', h) or ''
+    out[#out + 1] = redis.call('GET', P..'host:'..h) or ''
     taken = taken + 1
   end
 end

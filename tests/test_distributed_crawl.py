@@ -1,0 +1,196 @@
+"""Many workers, one Redis: real worker processes crawl the test web together, checked from the server's
+side (politeness across workers, each URL once) and on disk (one merged run directory, nothing lost)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hostcrawl_cli import HOSTCRAWL
+from redis_server import RedisServer, redis_server  # noqa: F401  (the fixture)
+
+from crawler.audit import audit_test_web
+from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
+from scheduler.redis_frontier import KEY_PREFIX
+
+pytestmark = pytest.mark.slow
+
+MIN_DELAY = 0.2
+USER_AGENT = "hostcrawl-test/1.0"
+WORKER_TIMEOUT_S = 240
+PICKLE_MARKER = "hostcrawl-pickle-ran"
+
+
+@dataclass
+class Workers:
+    run_dir: Path
+    web_dir: Path
+    web_config: TestWebConfig
+    procs: list[subprocess.Popen[str]]
+    logs: list[Path]
+    codes: list[int] = field(default_factory=list)
+
+    def wait(self) -> list[int]:
+        deadline = time.monotonic() + WORKER_TIMEOUT_S
+        codes = []
+        for proc in self.procs:
+            try:
+                codes.append(proc.wait(timeout=max(1.0, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                codes.append(proc.wait())
+        self.codes = codes
+        return codes
+
+    def tail(self) -> str:
+        return "\n".join(log.read_text(errors="replace")[-1500:] for log in self.logs)
+
+    def served_pages(self) -> pl.DataFrame:
+        """What the test web answered with 200, page requests only (not robots.txt)."""
+        log, _ = audit_test_web(self.web_dir, SiteModel(self.web_config), MIN_DELAY, USER_AGENT, USER_AGENT)
+        return log.filter((pl.col("path") != "/robots.txt") & (pl.col("status") == 200))
+
+    def merged_urls(self) -> list[str]:
+        return pl.read_parquet(self.run_dir / "pages.parquet")["url"].to_list()
+
+    def stats(self) -> dict[str, object]:
+        return json.loads((self.run_dir / "stats.json").read_text())
+
+
+def start_workers(
+    base: Path, web: TestWebProcess, server: RedisServer, run: str, n: int, budget: int, lease_s: float
+) -> Workers:
+    seeds = base / "seeds.txt"
+    seeds.write_text("\n".join(web.seed_urls) + "\n")
+    run_dir = base / "run"
+    procs, logs = [], []
+    for i in range(n):
+        log = base / f"worker{i}.log"
+        args = [
+            *HOSTCRAWL, "crawl",
+            "--seeds", str(seeds),
+            "--out", str(run_dir),
+            "--frontier", server.url,
+            "--run", run,
+            "--worker-id", f"w{i}",
+            "--lease-seconds", str(lease_s),
+            "--proxy", web.proxy_url,
+            "--allow-private",
+            "--min-delay", str(MIN_DELAY),
+            "--max-pages", str(budget),
+            "--timeout", "3",
+            "--user-agent", USER_AGENT,
+            "--workers", "1",
+            "--no-progress",
+        ]  # fmt: skip
+        procs.append(subprocess.Popen(args, stdout=log.open("w"), stderr=subprocess.STDOUT, text=True))
+        logs.append(log)
+    return Workers(run_dir, web.out_dir, web.cfg, procs, logs)
+
+
+def rows_written(worker_dir: Path) -> int:
+    spool = worker_dir / "pages.jsonl"
+    return spool.read_bytes().count(b"\n") if spool.exists() else 0
+
+
+def wait_for_rows(worker_dir: Path, rows: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while rows_written(worker_dir) < rows:
+        assert time.monotonic() < deadline, f"{worker_dir} wrote fewer than {rows} rows in {timeout}s"
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer) -> Iterator[Workers]:  # noqa: F811
+    base = tmp_path_factory.mktemp("three")
+    web_config = TestWebConfig(n_hosts=40, seed=11)
+    with TestWebProcess(web_config, base / "web") as web:
+        # A payload in the run's Redis that is not ours (a pickle that would create a file if loaded).
+        client = redis_server.client()
+        host = web.seed_urls[0].split("/")[2]
+        marker = base / PICKLE_MARKER
+        evil = f"cos\nsystem\n(S'touch {marker}'\ntR."
+        client.rpush(f"{KEY_PREFIX}three:q:{host}", evil)
+        client.zadd(f"{KEY_PREFIX}three:eligible", {host: 10.0})
+        workers = start_workers(base, web, redis_server, "three", 3, budget=300, lease_s=20)
+        workers.wait()
+    yield workers
+
+
+def test_three_workers_finish_and_share_the_work(three: Workers) -> None:
+    assert three.codes == [0, 0, 0], three.tail()
+    folders = [three.run_dir / "workers" / f"w{i}" for i in range(3)]
+    per_worker = [pl.read_parquet(folder / "pages.parquet").height for folder in folders]
+    assert min(per_worker) > 0, per_worker
+    stats = three.stats()
+    assert stats["frontier/workers"] == 3
+    assert 280 <= sum(per_worker) <= 300 + 3, per_worker  # the budget is the run's, not each worker's
+
+
+def test_politeness_holds_across_workers(three: Workers) -> None:
+    _, audit = audit_test_web(three.web_dir, SiteModel(three.web_config), MIN_DELAY, USER_AGENT, USER_AGENT)
+    assert audit.requests > 250
+    assert audit.clean, audit.as_dict()
+
+
+def test_every_url_is_fetched_once_by_the_whole_run(three: Workers) -> None:
+    served = three.served_pages()
+    twice = served.group_by("host", "path").len().filter(pl.col("len") > 1)
+    expired = int(three.stats().get("frontier/run/lease_expired", 0))  # type: ignore[call-overload]
+    assert twice.height <= expired, twice
+    urls = three.merged_urls()
+    assert len(urls) == len(set(urls)), "a page is in the merged pages.parquet twice"
+
+
+def test_robots_txt_is_read_once_per_host_and_shared(three: Workers) -> None:
+    log, _ = audit_test_web(three.web_dir, SiteModel(three.web_config), MIN_DELAY, USER_AGENT, USER_AGENT)
+    robots = log.filter((pl.col("path") == "/robots.txt") & (pl.col("status") == 200))
+    assert robots.group_by("host").len()["len"].max() == 1
+
+
+def test_an_invalid_payload_is_counted_and_skipped_never_run(three: Workers) -> None:
+    assert not (three.run_dir.parent / PICKLE_MARKER).exists()
+    assert three.stats()["frontier/run/invalid_payload"] == 1
+
+
+def test_kill_9_of_a_worker_loses_nothing(tmp_path: Path, redis_server: RedisServer) -> None:  # noqa: F811
+    with TestWebProcess(TestWebConfig(n_hosts=30, seed=5), tmp_path / "web") as web:
+        workers = start_workers(tmp_path, web, redis_server, "kill", 3, budget=200, lease_s=6)
+        wait_for_rows(workers.run_dir / "workers" / "w0", 15)
+        os.kill(workers.procs[0].pid, signal.SIGKILL)
+        codes = workers.wait()
+    assert codes[1:] == [0, 0], workers.tail()
+    stats = workers.stats()
+    assert stats["frontier/run/lease_expired"] >= 1  # what it held went back to the queue
+    merged = set(workers.merged_urls())
+    served = workers.served_pages()
+    lost = set(("http://" + served["host"] + served["path"]).to_list()) - merged
+    assert not lost, sorted(lost)[:10]
+    assert len(workers.merged_urls()) == len(merged)
+
+
+def test_redis_stopped_for_ten_seconds_pauses_the_workers(tmp_path: Path, redis_server: RedisServer) -> None:  # noqa: F811
+    with TestWebProcess(TestWebConfig(n_hosts=30, seed=7), tmp_path / "web") as web:
+        workers = start_workers(tmp_path, web, redis_server, "outage", 2, budget=160, lease_s=20)
+        wait_for_rows(workers.run_dir / "workers" / "w0", 10)
+        redis_server.stop()
+        time.sleep(10)
+        redis_server.start()  # the same port and AOF file: the frontier is as it was
+        codes = workers.wait()
+    assert codes == [0, 0], workers.tail()
+    stats = workers.stats()
+    assert stats["frontier/redis_reconnects"] >= 1
+    merged = workers.merged_urls()
+    assert len(merged) == len(set(merged))
+    served = workers.served_pages()
+    lost = set(("http://" + served["host"] + served["path"]).to_list()) - set(merged)
+    assert not lost, sorted(lost)[:10]
+    assert len(merged) >= 150
