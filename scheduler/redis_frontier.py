@@ -96,7 +96,17 @@ class RedisFrontier:
         self.lease_ms = int(lease_seconds * 1000)
         self.scripts = {
             name: client.register_script(getattr(redis_scripts, name))
-            for name in ("ENQUEUE", "CLAIM", "FETCH_ENDED", "DONE", "RECLAIM", "RENEW", "BLOCK", "PRIORITISE")
+            for name in (
+                "ENQUEUE",
+                "CLAIM",
+                "FETCH_ENDED",
+                "DONE",
+                "RECLAIM",
+                "RENEW",
+                "BLOCK",
+                "DROP",
+                "PRIORITISE",
+            )
         }
 
     def key(self, name: str) -> str:
@@ -185,6 +195,9 @@ class RedisFrontier:
     def block(self, host: str, reason: str) -> int:
         return int(self._call("BLOCK", host, reason))
 
+    def drop(self, host: str, reason: str) -> int:
+        return int(self._call("DROP", host, reason))
+
     def prioritise(self, host: str, priority: float) -> None:
         self._call("PRIORITISE", host, repr(float(priority)))
 
@@ -240,8 +253,8 @@ class RedisFrontier:
             return bool(self.client.zcard(self.key("leases")))
         budget = self.budget()
         spent = int(self.client.hget(self.key("counters"), "spent") or 0)
-        if budget and spent >= budget and not self.client.zcard(self.key("leases")):
-            return False
+        if budget and spent >= budget:  # only what dead workers held is still to be fetched
+            return bool(self.client.zcard(self.key("leases")) or self.client.hlen(self.key("urgent")))
         pipe = self.client.pipeline(transaction=False)
         for name in ("eligible", "waiting", "leases"):
             pipe.zcard(self.key(name))

@@ -172,8 +172,8 @@ class RedisLink:
                     pipe.multi()
                     pipe.set(key, record)
                     if outcome.drop_reason:
-                        args = [host, f"dropped_{outcome.drop_reason}"]
-                        f.scripts["BLOCK"](keys=[f.prefix], args=args, client=pipe)
+                        args = [host, outcome.drop_reason]
+                        f.scripts["DROP"](keys=[f.prefix], args=args, client=pipe)
                     else:
                         f.scripts["PRIORITISE"](keys=[f.prefix], args=[host, repr(rank)], client=pipe)
                     if outcome.sampled:

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CLOSE_FLUSH_S = 30.0  # at close, how long the outbox may take to reach Redis
+INBOX = 8  # claimed leases waiting for the downloader, at most (claims are 50 ms apart)
 UNRANKED = -1.0  # a host the policy says "not now" for: still fetched, after every ranked one
 
 
@@ -122,7 +123,8 @@ class RedisHostScheduler(HostScheduler):
     # -- the link thread's side ---------------------------------------------------------------------
 
     def _want(self) -> int:
-        return max(0, self.slots - len(self.inbox) - self.fetching)
+        """Leases to claim now: few beyond what the downloader can start (a claimed host waits for us)."""
+        return max(0, min(self.slots - self.fetching, INBOX) - len(self.inbox))
 
     def _info(self) -> dict[str, Any]:
         return {"fetched": self.progress.fetched, "pid": _pid(), "paused": self.link.state.paused}

@@ -50,6 +50,8 @@ while i <= #ARGV do
   local reason = ''
   if redis.call('SISMEMBER', P..'blocked', h) == 1 then
     reason = 'host_blocked'
+  elseif not force and redis.call('SISMEMBER', P..'dropped', h) == 1 then
+    reason = 'host_dropped'
   elseif not force and redis.call('SISMEMBER', P..'seen:'..bucket, member) == 1 then
     reason = 'duplicate'
   elseif redis.call('LLEN', P..'q:'..h) >= cap then
@@ -88,26 +90,36 @@ for _, h in ipairs(due) do
   redis.call('ZADD', P..'eligible', redis.call('HGET', P..'prio', h) or 0, h)
 end
 local out = {}
-local taken = 0
-while taken < n do
+local function take(h, urgent)
+  local payload = redis.call('LPOP', P..'q:'..h)
+  if not payload then return end
+  local id = tostring(redis.call('INCR', P..'lease_seq'))
+  redis.call('ZADD', P..'leases', now + lease_ms, id)
+  local lease = {h = h, p = payload, w = worker}
+  if urgent then
+    lease.u = 1  -- paid for by the lease that expired
+    if redis.call('HINCRBY', P..'urgent', h, -1) <= 0 then redis.call('HDEL', P..'urgent', h) end
+  else
+    redis.call('HINCRBY', P..'counters', 'spent', 1)
+  end
+  redis.call('HSET', P..'lease', id, cjson.encode(lease))
+  redis.call('HSET', P..'busy', h, id)
+  redis.call('HINCRBY', P..'counters', 'handed_out', 1)
+  out[#out + 1] = id
+  out[#out + 1] = h
+  out[#out + 1] = payload
+  out[#out + 1] = redis.call('GET', P..'host:'..h) or ''
+end
+-- first what dead workers held (fetched again before anything new, whatever the budget)
+for _, h in ipairs(redis.call('HKEYS', P..'urgent')) do
+  if #out >= 4 * n then break end
+  if redis.call('ZREM', P..'eligible', h) == 1 then take(h, true) end
+end
+while #out < 4 * n do
   if budget > 0 and tonumber(redis.call('HGET', P..'counters', 'spent') or '0') >= budget then break end
   local top = redis.call('ZPOPMAX', P..'eligible')
   if #top == 0 then break end
-  local h = top[1]
-  local payload = redis.call('LPOP', P..'q:'..h)
-  if payload then
-    local id = tostring(redis.call('INCR', P..'lease_seq'))
-    redis.call('ZADD', P..'leases', now + lease_ms, id)
-    redis.call('HSET', P..'lease', id, cjson.encode({h = h, p = payload, w = worker}))
-    redis.call('HSET', P..'busy', h, id)
-    redis.call('HINCRBY', P..'counters', 'spent', 1)
-    redis.call('HINCRBY', P..'counters', 'handed_out', 1)
-    out[#out + 1] = id
-    out[#out + 1] = h
-    out[#out + 1] = payload
-    out[#out + 1] = redis.call('GET', P..'host:'..h) or ''
-    taken = taken + 1
-  end
+  take(top[1], redis.call('HEXISTS', P..'urgent', top[1]) == 1)
 end
 return out
 """
@@ -132,7 +144,7 @@ local ready = math.max(tonumber(redis.call('HGET', P..'ready', h) or '0'), now +
 redis.call('HSET', P..'ready', h, ready)
 if fetched then
   redis.call('HINCRBY', P..'counters', 'fetched', 1)
-else
+elseif not lease.u then
   redis.call('HINCRBY', P..'counters', 'spent', -1)
 end
 if redis.call('HGET', P..'busy', h) == id then
@@ -171,11 +183,13 @@ for _, id in ipairs(expired) do
   if raw then
     local lease = cjson.decode(raw)
     local h = lease.h
-    redis.call('HINCRBY', P..'counters', 'spent', -1)
     redis.call('HINCRBY', P..'counters', 'lease_expired', 1)
     if lease.e then redis.call('HINCRBY', P..'counters', 'lease_expired_after_fetch', 1) end
     if redis.call('SISMEMBER', P..'blocked', h) == 0 then
-      redis.call('LPUSH', P..'q:'..h, lease.p)
+      redis.call('LPUSH', P..'q:'..h, lease.p)  -- first in its host's line, and paid for: see CLAIM
+      redis.call('HINCRBY', P..'urgent', h, 1)
+    elseif not lease.u then
+      redis.call('HINCRBY', P..'counters', 'spent', -1)
     end
     if redis.call('HGET', P..'busy', h) == id then redis.call('HDEL', P..'busy', h) end
     park(P, h, now, 0)
@@ -207,8 +221,30 @@ local n = redis.call('LLEN', P..'q:'..h)
 redis.call('DEL', P..'q:'..h)
 redis.call('ZREM', P..'eligible', h)
 redis.call('ZREM', P..'waiting', h)
+redis.call('HDEL', P..'urgent', h)
 redis.call('HINCRBY', P..'counters', 'dropped/host_blocked', n)
 redis.call('HINCRBY', P..'counters', 'host/blocked/'..reason, 1)
+return n
+"""
+
+# The policy gave up on a host: its queued URLs are dropped (counted) and no new ones are queued; a lease
+# that expires later still returns (what a dead worker fetched and never recorded is fetched again).
+# ARGV: host, reason.
+DROP = """
+local P = KEYS[1]
+local h, reason = ARGV[1], ARGV[2]
+if redis.call('SADD', P..'dropped', h) == 0 then return 0 end
+local keep = tonumber(redis.call('HGET', P..'urgent', h) or '0')  -- a dead worker's, at the front
+local n = redis.call('LLEN', P..'q:'..h) - keep
+if keep > 0 then
+  redis.call('LTRIM', P..'q:'..h, 0, keep - 1)
+else
+  redis.call('DEL', P..'q:'..h)
+  redis.call('ZREM', P..'eligible', h)
+  redis.call('ZREM', P..'waiting', h)
+end
+redis.call('HINCRBY', P..'counters', 'dropped/host_dropped', n)
+redis.call('HINCRBY', P..'counters', 'host/dropped/'..reason, 1)
 return n
 """
 

@@ -66,8 +66,8 @@ class RedisServer:
         self.proc = None
 
 
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+@pytest.fixture(scope="session", name="redis_server")
+def redis_server_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     """One server for every Redis test of the session; each test uses its own run name (key prefix)."""
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()
     try:

@@ -15,9 +15,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 from hostcrawl_cli import HOSTCRAWL
-from redis_server import RedisServer, redis_server  # noqa: F401  (the fixture)
+from redis_server import (
+    RedisServer,
+    redis_server_fixture,  # noqa: F401  (registers the fixture)
+)
 
 from crawler.audit import audit_test_web
+from crawler.tdmrep import TDMREP_PATH
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 from scheduler.redis_frontier import KEY_PREFIX
 
@@ -54,9 +58,10 @@ class Workers:
         return "\n".join(log.read_text(errors="replace")[-1500:] for log in self.logs)
 
     def served_pages(self) -> pl.DataFrame:
-        """What the test web answered with 200, page requests only (not robots.txt)."""
+        """What the test web answered with 200, page requests only (not robots.txt, tdmrep.json)."""
         log, _ = audit_test_web(self.web_dir, SiteModel(self.web_config), MIN_DELAY, USER_AGENT, USER_AGENT)
-        return log.filter((pl.col("path") != "/robots.txt") & (pl.col("status") == 200))
+        pages = ~pl.col("path").is_in(["/robots.txt", TDMREP_PATH])
+        return log.filter(pages & (pl.col("status") == 200))
 
     def merged_urls(self) -> list[str]:
         return pl.read_parquet(self.run_dir / "pages.parquet")["url"].to_list()
@@ -109,7 +114,7 @@ def wait_for_rows(worker_dir: Path, rows: int, timeout: float = 120) -> None:
 
 
 @pytest.fixture(scope="module")
-def three(tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer) -> Iterator[Workers]:  # noqa: F811
+def three(tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer) -> Iterator[Workers]:
     base = tmp_path_factory.mktemp("three")
     web_config = TestWebConfig(n_hosts=40, seed=11)
     with TestWebProcess(web_config, base / "web") as web:
@@ -161,10 +166,11 @@ def test_an_invalid_payload_is_counted_and_skipped_never_run(three: Workers) -> 
     assert three.stats()["frontier/run/invalid_payload"] == 1
 
 
-def test_kill_9_of_a_worker_loses_nothing(tmp_path: Path, redis_server: RedisServer) -> None:  # noqa: F811
+def test_kill_9_of_a_worker_loses_nothing(tmp_path: Path, redis_server: RedisServer) -> None:
     with TestWebProcess(TestWebConfig(n_hosts=30, seed=5), tmp_path / "web") as web:
-        workers = start_workers(tmp_path, web, redis_server, "kill", 3, budget=200, lease_s=6)
-        wait_for_rows(workers.run_dir / "workers" / "w0", 15)
+        workers = start_workers(tmp_path, web, redis_server, "kill", 3, budget=240, lease_s=6)
+        wait_for_rows(workers.run_dir / "workers" / "w0", 5)
+        assert workers.procs[0].poll() is None, "the worker to kill had finished already"
         os.kill(workers.procs[0].pid, signal.SIGKILL)
         codes = workers.wait()
     assert codes[1:] == [0, 0], workers.tail()
@@ -177,7 +183,7 @@ def test_kill_9_of_a_worker_loses_nothing(tmp_path: Path, redis_server: RedisSer
     assert len(workers.merged_urls()) == len(merged)
 
 
-def test_redis_stopped_for_ten_seconds_pauses_the_workers(tmp_path: Path, redis_server: RedisServer) -> None:  # noqa: F811
+def test_redis_stopped_for_ten_seconds_pauses_the_workers(tmp_path: Path, redis_server: RedisServer) -> None:
     with TestWebProcess(TestWebConfig(n_hosts=30, seed=7), tmp_path / "web") as web:
         workers = start_workers(tmp_path, web, redis_server, "outage", 2, budget=160, lease_s=20)
         wait_for_rows(workers.run_dir / "workers" / "w0", 10)

@@ -6,7 +6,10 @@ import itertools
 import time
 
 import pytest
-from redis_server import RedisServer, redis_server  # noqa: F401  (the fixture)
+from redis_server import (
+    RedisServer,
+    redis_server_fixture,  # noqa: F401  (registers the fixture)
+)
 
 from scheduler.redis_frontier import NewUrl, QueuedRequest, RedisFrontier
 
@@ -14,7 +17,7 @@ RUNS = itertools.count()
 
 
 @pytest.fixture
-def frontier(redis_server: RedisServer) -> RedisFrontier:  # noqa: F811
+def frontier(redis_server: RedisServer) -> RedisFrontier:
     return RedisFrontier(redis_server.client(), f"unit{next(RUNS)}", lease_seconds=30.0)
 
 
@@ -54,7 +57,7 @@ def test_each_url_is_queued_once(frontier: RedisFrontier) -> None:
     assert frontier.counters()["dropped/duplicate"] == 1
 
 
-def test_leases_of_a_dead_worker_return_to_the_queue_and_are_counted(redis_server: RedisServer) -> None:  # noqa: F811
+def test_leases_of_a_dead_worker_return_to_the_queue_and_are_counted(redis_server: RedisServer) -> None:
     short = RedisFrontier(redis_server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
     short.enqueue(urls(("a.example", "/1"), ("b.example", "/1")))
     dead = short.claim(10, "dead", 0)
@@ -69,7 +72,7 @@ def test_leases_of_a_dead_worker_return_to_the_queue_and_are_counted(redis_serve
     assert not short.done(dead[0].lease_id, "dead")  # the dead worker's late commit is refused
 
 
-def test_a_live_worker_keeps_its_leases_by_renewing_them(redis_server: RedisServer) -> None:  # noqa: F811
+def test_a_live_worker_keeps_its_leases_by_renewing_them(redis_server: RedisServer) -> None:
     short = RedisFrontier(redis_server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
     short.enqueue(urls(("a.example", "/1")))
     (lease,) = short.claim(1, "w1", 0)
@@ -114,3 +117,28 @@ def test_drain_stops_handing_out(frontier: RedisFrontier) -> None:
     frontier.drain()
     assert frontier.claim(1, "w1", 0) == []
     assert not frontier.pending()
+
+
+def test_a_dropped_host_takes_no_new_urls_but_a_dead_workers_lease_returns(redis_server: RedisServer) -> None:
+    short = RedisFrontier(redis_server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
+    short.enqueue(urls(("a.example", "/1"), ("a.example", "/2")))
+    assert len(short.claim(1, "dead", 0)) == 1
+    assert short.drop("a.example", "turned_bad") == 1  # /2 is not fetched
+    assert short.enqueue(urls(("a.example", "/3"))) == ["host_dropped"]
+    time.sleep(0.6)
+    short.reclaim()
+    (again,) = short.claim(1, "live", 0)  # /1 was fetched and never recorded: fetched again
+    assert again.request is not None and again.request.url == "http://a.example/1"
+
+
+def test_a_dead_workers_lease_is_fetched_again_even_when_the_budget_is_spent(
+    redis_server: RedisServer,
+) -> None:
+    short = RedisFrontier(redis_server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
+    short.enqueue(urls(("a.example", "/1"), ("b.example", "/1")))
+    (dead,) = short.claim(5, "dead", 1)
+    time.sleep(0.6)
+    short.reclaim()
+    (again,) = short.claim(5, "live", 1)  # paid for once: the budget of 1 allows it, and nothing more
+    assert again.request == dead.request
+    assert short.claim(5, "live", 1) == []
