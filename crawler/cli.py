@@ -360,6 +360,7 @@ def add_plugin_commands(subparsers: argparse._SubParsersAction) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from crawler.bench import add_bench_parser
     from crawler.demo import add_demo_parser
+    from crawler.frontier_cli import add_frontier_parser
     from crawler.testweb import register_cli
     from crawler.warc_files import add_index_parser
 
@@ -374,6 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_parser(subparsers)
     add_crawl_parser(subparsers)
     add_bench_parser(subparsers)
+    add_frontier_parser(subparsers)
     add_index_parser(subparsers)
     register_cli(subparsers)
     add_plugin_commands(subparsers)

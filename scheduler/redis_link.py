@@ -74,7 +74,6 @@ class RedisLink:
         self.state = LinkState()
         self.outbox: deque[Op] = deque()
         self.held: set[str] = set()  # lease ids this worker holds (renewed until done)
-        self.known_hosts: set[str] = set()  # hosts whose shared politeness this worker has read
         self.wake = threading.Event()
         self.stopping = False
         self.thread = threading.Thread(target=self._run, name="hostcrawl-redis", daemon=True)
@@ -238,9 +237,8 @@ class RedisLink:
             self._next_claim = time.monotonic() + CLAIM_IDLE_S
             return
         self.held.update(c.lease_id for c in claimed)
-        new_hosts = sorted({c.host for c in claimed} - self.known_hosts)
-        rows = self.frontier.politeness(new_hosts)
-        self.known_hosts.update(new_hosts)
+        # the latest any worker learnt of these hosts (robots.txt may have been read since we last had one)
+        rows = self.frontier.politeness(sorted({c.host for c in claimed}))
         self.on_claimed(claimed, rows)
 
     def _status(self) -> None:

@@ -8,15 +8,18 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
-from hostcrawl_cli import HOSTCRAWL
+from hostcrawl_cli import HOSTCRAWL, hostcrawl
 from redis_server import (
     RedisServer,
+    free_port,
     redis_server_fixture,  # noqa: F401  (registers the fixture)
 )
 
@@ -199,4 +202,71 @@ def test_redis_stopped_for_ten_seconds_pauses_the_workers(tmp_path: Path, redis_
     served = workers.served_pages()
     lost = set(("http://" + served["host"] + served["path"]).to_list()) - set(merged)
     assert not lost, sorted(lost)[:10]
-    assert len(merged) >= 150
+    assert stats["frontier/run/spent"] == 160  # and the run went on to spend its whole budget
+
+
+def test_frontier_status_reports_the_finished_run(three: Workers, redis_server: RedisServer) -> None:
+    args = ["frontier", "status", "--frontier", redis_server.url, "--run", "three"]
+    snap = json.loads(hostcrawl(*args, "--json").stdout)
+    assert snap["pages"]["fetched"] == three.stats()["frontier/run/fetched"]
+    assert {name: w["state"] for name, w in snap["workers"].items()} == {
+        f"w{i}": "finished" for i in range(3)
+    }
+    assert snap["frontier"]["leases"] == 0 and snap["state"] == "finished"
+    text = hostcrawl(*args).stdout
+    assert "w1: finished" in text and f"pages fetched {snap['pages']['fetched']}/300" in text
+
+
+def test_bad_frontier_flags_fail_with_one_line_and_exit_2(redis_server: RedisServer, tmp_path: Path) -> None:
+    unknown = hostcrawl("frontier", "status", "--frontier", redis_server.url, "--run", "nosuch")
+    assert unknown.returncode == 2 and unknown.stderr.strip().count("\n") == 0, unknown.stderr
+    assert "no such run" in unknown.stderr
+    bad_url = hostcrawl(
+        "crawl", "http://a.example/", "--frontier", "http://x", "--run", "r", "--out", str(tmp_path / "r")
+    )
+    assert bad_url.returncode == 2 and "not a Redis URL" in bad_url.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_drain_stops_a_run_cleanly_and_the_run_page_shows_it(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with TestWebProcess(TestWebConfig(n_hosts=30, seed=9), tmp_path / "web") as web:
+        workers = start_workers(tmp_path, web, redis_server, "drain", 2, budget=5000, lease_s=20)
+        wait_for_rows(workers.run_dir / "workers" / "w0", 10)
+        port = free_port()
+        args = ["frontier", "status", "--frontier", redis_server.url, "--run", "drain", "--serve", str(port)]
+        page = subprocess.Popen(
+            [*HOSTCRAWL, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            snap = poll_json(
+                f"http://127.0.0.1:{port}/api/status", lambda s: s.get("pages", {}).get("fetched")
+            )
+            assert set(snap["workers"]) == {"w0", "w1"} and snap["pages"]["budget"] == 5000
+            metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+            assert "hostcrawl" in metrics
+            drained = hostcrawl("frontier", "drain", "--frontier", redis_server.url, "--run", "drain")
+            assert drained.returncode == 0, drained.stderr
+            codes = workers.wait()
+        finally:
+            page.terminate()
+            _, errors = page.communicate(timeout=30)
+            assert "Traceback" not in errors, errors
+    assert codes == [0, 0], workers.tail()
+    merged = workers.merged_urls()
+    assert 10 <= len(merged) < 5000 and len(merged) == len(set(merged))
+    assert (workers.run_dir / "report.md").exists()
+
+
+def poll_json(url: str, ready: Callable[[dict[str, Any]], Any], timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            snap = json.loads(urllib.request.urlopen(url, timeout=10).read())
+            if ready(snap):
+                return dict(snap)
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, f"{url} did not answer in {timeout}s"
+        time.sleep(0.5)
