@@ -81,10 +81,12 @@ def main(argv: list[str] | None = None) -> None:
                 f"test web: {hosts} hosts, {total} pages; budget {budget}; {os.cpu_count()} cores", flush=True
             )
             results = {}
-            if args.kind == "rate":  # the one-process crawl (SQLite frontier): what a worker costs over it
-                run = base / "rate-one-process"
-                wall = run_workers(1, web, None, run, budget, extra)
-                print(f"  one process: {wall:6.1f} s, {fetched(run) / wall:6.1f} pages/s (SQLite frontier)")
+            # the one-process crawl (SQLite frontier): what being a worker costs, in speed and in yield
+            run = base / f"{args.kind}-one-process"
+            wall = run_workers(1, web, None, run, budget, extra)
+            hq = grade(run, truth, budget)["hq_per_fetch"]
+            rate = fetched(run) / wall
+            print(f"  one process: {wall:6.1f} s, {rate:6.1f} pages/s, {hq:.3f} hq/fetch (SQLite frontier)")
             for n in (1, workers):
                 run = base / f"{args.kind}-{n}"
                 wall = run_workers(n, web, server, run, budget, extra)

@@ -44,6 +44,7 @@ def frontier_view(frontier: RedisFrontier) -> dict[str, Any]:
     pipe = client.pipeline(transaction=False)
     pipe.hlen(key("prio"))
     pipe.zcard(key("eligible"))
+    pipe.zcard(key("eligible_new"))
     pipe.zcard(key("waiting"))
     pipe.hlen(key("busy"))
     pipe.zcard(key("leases"))
@@ -51,7 +52,8 @@ def frontier_view(frontier: RedisFrontier) -> dict[str, Any]:
     pipe.scard(key("dropped"))
     pipe.hlen(key("urgent"))
     names = ("hosts_known", "hosts_ready", "hosts_waiting", "hosts_busy", "leases")
-    values = pipe.execute()
+    known, ready, new, *values = pipe.execute()
+    values = [known, ready + new, *values]
     view = dict(zip((*names, "hosts_blocked", "hosts_dropped", "hosts_requeued"), values, strict=True))
     view["queued_urls"] = frontier.queued()
     view["state"] = frontier.meta().get("state", "unknown")

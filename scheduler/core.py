@@ -12,10 +12,10 @@ from urllib.parse import urlsplit
 
 from scheduler.frontier import FetchedPage, SeenUrls, SQLiteFrontier
 from scheduler.groups import PolitenessGroups
-from scheduler.host_scores import record_score
+from scheduler.host_scores import next_in_host, record_score
 from scheduler.hosts import HostRecord, HostState, Phase, host_state
 from scheduler.lease import Lease, ScoreLag
-from scheduler.policies import CrawlProgress, Policy, has_page
+from scheduler.policies import CrawlProgress, Policy
 from scheduler.queue_window import MEMORY_HEAD, MEMORY_URLS, QueuedUrl, QueueWindows
 from scheduler.resume import load_frontier
 from scheduler.urls import TrapGuard, canonical, fingerprint
@@ -246,11 +246,7 @@ class HostFrontier:
         return None
 
     def _lease(self, record: HostRecord, index: int | None = None) -> Lease | None:
-        discover = record.queue[0].discover and not (self.policy.defer_discovery(record) and has_page(record))
-        if discover:
-            index = 0
-        elif index is None:
-            index = self.policy.pick(record)
+        index, discover = next_in_host(record, self.policy, index)
         if index is None:  # only URLs of shapes that have been bad on this host are left
             self._drop(record, "only_bad_urls_left")
             return None

@@ -1,12 +1,22 @@
-"""What one scored page teaches the host table and the policy: one implementation for every frontier."""
+"""A host's next URL, and what one scored page teaches the host table and the policy: one implementation
+for every frontier (HostFrontier in memory, and the Redis frontier's workers)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from scheduler.hosts import HostRecord, HostState, Phase
-from scheduler.policies import Policy
+from scheduler.policies import Policy, has_page
 from scheduler.urls import url_shape
+
+
+def next_in_host(record: HostRecord, policy: Policy, index: int | None = None) -> tuple[int | None, bool]:
+    """Index in the host's queue of the URL to fetch next (None: only URLs of shapes that have been bad
+    on this host are left; `index`: the caller's, unless a discovery URL comes first), and whether it is a
+    discovery fetch (a sitemap, before any sample)."""
+    if record.queue[0].discover and not (policy.defer_discovery(record) and has_page(record)):
+        return 0, True
+    return (policy.pick(record) if index is None else index), False
 
 
 @dataclass(slots=True, frozen=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,8 +69,21 @@ class QueuedRequest:
 class Claimed:
     lease_id: str
     host: str
-    request: QueuedRequest | None  # None: the payload was not valid JSON of ours
+    request: QueuedRequest | None  # None: see `skipped`
     host_record: dict[str, Any]  # the host's shared record ({} for a host nobody has scored)
+    # why there is no request: invalid_payload (not JSON of ours: counted, never run), only_bad_urls_left
+    # (the policy wants none of the host's URLs), gone (the lease expired or the host was blocked meanwhile)
+    skipped: str | None = None
+
+
+# The caller's choice among a leased host's first queued URLs: (host, record, requests (None: not
+# ours), urgent (a dead worker's URL leads: take it)) -> index, or None for none of them.
+Pick = Callable[[str, dict[str, Any], list["QueuedRequest | None"], bool], "int | None"]
+WINDOW = 64  # queued URLs a worker chooses from (the policies look at as many: SHAPE_WINDOW)
+
+
+def first_url(host: str, record: dict[str, Any], requests: list[QueuedRequest | None], urgent: bool) -> int:
+    return 0
 
 
 @dataclass(slots=True)
@@ -99,6 +113,7 @@ class RedisFrontier:
             for name in (
                 "ENQUEUE",
                 "CLAIM",
+                "PICK",
                 "FETCH_ENDED",
                 "DONE",
                 "RECLAIM",
@@ -163,19 +178,34 @@ class RedisFrontier:
             args += [item.host, bucket, member, item.request.encode(), flags, repr(float(item.priority))]
         return args
 
-    def claim(self, n: int, worker: str, budget: int) -> list[Claimed]:
-        flat = self._call("CLAIM", n, self.lease_ms, worker, budget)
-        out = []
-        for i in range(0, len(flat), 4):
-            lease_id, host, payload, record = flat[i : i + 4]
+    def claim(self, n: int, worker: str, budget: int, pick: Pick = first_url) -> list[Claimed]:
+        """Leases up to n hosts, ready and best ranked first, and one URL of each (two round trips)."""
+        leased = self._call("CLAIM", n, self.lease_ms, worker, budget, WINDOW)
+        out, picks = [], []
+        for lease_id, host, raw_record, urgent, window in leased:
             try:
-                host_record = json.loads(record) if record else {}
+                record = json.loads(raw_record) if raw_record else {}
             except ValueError:
-                host_record = {}
-            request = QueuedRequest.decode(payload)
-            out.append(
-                Claimed(str(lease_id), host, request, host_record if isinstance(host_record, dict) else {})
-            )
+                record = {}
+            record = record if isinstance(record, dict) else {}
+            requests = [QueuedRequest.decode(payload) for payload in window]
+            index = 0 if urgent == "1" else pick(host, record, requests, False)
+            claimed = Claimed(str(lease_id), host, None, record)
+            if index is None:
+                claimed.skipped = "only_bad_urls_left"
+            else:
+                picks.append((claimed, window[index], requests[index]))
+            out.append(claimed)
+        pipe = self.client.pipeline(transaction=False)
+        for claimed, payload, _ in picks:
+            self.scripts["PICK"](keys=[self.prefix], args=[claimed.lease_id, payload], client=pipe)
+        for (claimed, _, request), taken in zip(picks, pipe.execute() if picks else [], strict=True):
+            if not taken:
+                claimed.skipped = "gone"
+            elif request is None:
+                claimed.skipped = "invalid_payload"
+            else:
+                claimed.request = request
         return out
 
     def fetch_ended(self, lease_id: str, delay_seconds: float, fetched: bool) -> None:
@@ -198,8 +228,12 @@ class RedisFrontier:
     def drop(self, host: str, reason: str) -> int:
         return int(self._call("DROP", host, reason))
 
-    def prioritise(self, host: str, priority: float) -> None:
-        self._call("PRIORITISE", host, repr(float(priority)))
+    def prioritise(self, host: str, priority: float, judged: bool = True) -> None:
+        self._call("PRIORITISE", host, repr(float(priority)), "1" if judged else "0")
+
+    def set_boost(self, boost: float) -> None:
+        """How much better than their own score hosts the policy has not judged yet count (aspiration)."""
+        self.client.hset(self.key("meta"), "boost", repr(float(boost)))
 
     # -- shared state -------------------------------------------------------------------------------
 
@@ -220,6 +254,23 @@ class RedisFrontier:
             if isinstance(data, dict):
                 out[str(key)[len(self.key("host:")) :]] = data
         return out
+
+    def add_shared_policy_state(self, pipe: Any, host: str, update: Any) -> None:
+        """One scored page's share of the run-wide policy state (on the caller's pipeline)."""
+        pipe.hincrby(self.key("shape_high" if update.high else "shape_low"), update.shape, 1)
+        if update.mean is not None:
+            pipe.hset(self.key("means"), host, repr(update.mean))
+
+    def shared_policy_state(self) -> tuple[dict[str, float], dict[str, list[int]]]:
+        """Every host's posterior mean, and [high, low] pages per URL shape, over the whole run."""
+        pipe = self.client.pipeline(transaction=False)
+        for name in ("means", "shape_high", "shape_low"):
+            pipe.hgetall(self.key(name))
+        means, high, low = pipe.execute()
+        shapes = {shape: [int(n), 0] for shape, n in high.items()}
+        for shape, n in low.items():
+            shapes.setdefault(shape, [0, 0])[1] = int(n)
+        return {host: float(mean) for host, mean in means.items()}, shapes
 
     def save_politeness(self, host: str, part: str, state: dict[str, Any]) -> None:
         self.client.hset(self.key("politeness"), f"{host}|{part}", json.dumps(state, separators=(",", ":")))
@@ -256,7 +307,7 @@ class RedisFrontier:
         if budget and spent >= budget:  # only what dead workers held is still to be fetched
             return bool(self.client.zcard(self.key("leases")) or self.client.hlen(self.key("urgent")))
         pipe = self.client.pipeline(transaction=False)
-        for name in ("eligible", "waiting", "leases"):
+        for name in ("eligible", "eligible_new", "waiting", "leases"):
             pipe.zcard(self.key(name))
         pipe.hlen(self.key("busy"))
         return any(pipe.execute())

@@ -20,7 +20,7 @@ from typing import Any
 
 import redis
 
-from scheduler.redis_frontier import Claimed, NewUrl, RedisFrontier
+from scheduler.redis_frontier import Claimed, NewUrl, Pick, RedisFrontier
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +29,18 @@ BACKOFF_MAX_S = 8.0
 TURN_S = 0.05  # the longest an outbox operation waits before it is sent
 CLAIM_IDLE_S = 0.25  # after a claim that found nothing ready, the next one waits this long
 STATUS_EVERY_S = 1.0  # reclaim expired leases, heartbeat, refresh `pending`
+# Every worker's policy takes the whole run's host means (the aspiration level's input) and URL-shape
+# counts from Redis this often; between merges it adds what it learns itself.
+SHARED_EVERY_S = 10.0
+
+
+@dataclass(slots=True, frozen=True)
+class SharedUpdate:
+    """What one scored page adds to the run-wide policy state."""
+
+    shape: str
+    high: bool
+    mean: float | None  # the host's posterior mean, once the policy counts it for the aspiration
 
 
 @dataclass(slots=True)
@@ -60,7 +72,9 @@ class RedisLink:
         want: Callable[[], int],
         on_claimed: Callable[[list[Claimed], list[tuple[str, str, dict[str, Any]]]], None],
         info: Callable[[], dict[str, Any]],
-        observe: Callable[..., tuple[str, float, Any]],
+        observe: Callable[..., tuple[str, tuple[float, bool], Any, SharedUpdate]],
+        on_shared: Callable[[dict[str, float], dict[str, list[int]]], None],
+        pick: Pick,
     ) -> None:
         self.frontier = frontier
         self.worker = worker
@@ -70,6 +84,8 @@ class RedisLink:
         self.info = info  # the worker's heartbeat fields
         # (record JSON or None, host, phase, url, score, sitemap) -> (new record JSON, rank, ScoreOutcome)
         self.observe = observe
+        self.on_shared = on_shared  # the run's host means and shape counts, handed to the policy
+        self.pick = pick  # which of a leased host's queued URLs to fetch (the policy's choice)
         self.observations: deque[tuple[Any, ...]] = deque()
         self.state = LinkState()
         self.outbox: deque[Op] = deque()
@@ -79,6 +95,7 @@ class RedisLink:
         self.thread = threading.Thread(target=self._run, name="hostcrawl-redis", daemon=True)
         self._next_claim = 0.0
         self._next_status = 0.0
+        self._next_shared = time.monotonic() + SHARED_EVERY_S
         self._next_renew = 0.0
         self._no_reclaim_until = 0.0
 
@@ -147,6 +164,9 @@ class RedisLink:
         if now >= self._next_status:
             self._status()
             self._next_status = now + STATUS_EVERY_S
+        if now >= self._next_shared:
+            self.on_shared(*self.frontier.shared_policy_state())
+            self._next_shared = now + SHARED_EVERY_S
         want = self.want()
         if want > 0 and now >= self._next_claim and not self.state.draining:
             self._claim(want)
@@ -167,14 +187,17 @@ class RedisLink:
             while True:
                 try:
                     pipe.watch(key)
-                    record, rank, outcome = self.observe(pipe.get(key), host, *page)
+                    record, rank, outcome, shared = self.observe(pipe.get(key), host, *page)
                     pipe.multi()
                     pipe.set(key, record)
+                    f.add_shared_policy_state(pipe, host, shared)
                     if outcome.drop_reason:
                         args = [host, outcome.drop_reason]
                         f.scripts["DROP"](keys=[f.prefix], args=args, client=pipe)
                     else:
-                        f.scripts["PRIORITISE"](keys=[f.prefix], args=[host, repr(rank)], client=pipe)
+                        score, judged = rank
+                        args = [host, repr(score), "1" if judged else "0"]
+                        f.scripts["PRIORITISE"](keys=[f.prefix], args=args, client=pipe)
                     if outcome.sampled:
                         pipe.hincrby(f.key("counters"), "host/sampled", 1)
                     pipe.execute()
@@ -217,11 +240,8 @@ class RedisLink:
             lease_id, checkpoint = op.args
             pairs = [x for item in (checkpoint or {}).items() for x in item]
             scripts["DONE"](keys=[f.prefix], args=[lease_id, self.worker, *pairs], client=pipe)
-        elif op.method == "block":
-            scripts["BLOCK"](keys=[f.prefix], args=list(op.args), client=pipe)
-        elif op.method == "prioritise":
-            host, priority = op.args
-            scripts["PRIORITISE"](keys=[f.prefix], args=[host, repr(float(priority))], client=pipe)
+        elif op.method in ("block", "drop"):
+            scripts[op.method.upper()](keys=[f.prefix], args=list(op.args), client=pipe)
         elif op.method == "save_politeness":
             host, part, state = op.args
             pipe.hset(f.key("politeness"), f"{host}|{part}", state)
@@ -232,7 +252,7 @@ class RedisLink:
             raise ValueError(f"unknown redis op {op.method}")
 
     def _claim(self, want: int) -> None:
-        claimed = self.frontier.claim(want, self.worker, self.budget)
+        claimed = self.frontier.claim(want, self.worker, self.budget, self.pick)
         if not claimed:
             self._next_claim = time.monotonic() + CLAIM_IDLE_S
             return

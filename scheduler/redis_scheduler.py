@@ -25,12 +25,13 @@ import redis
 from scrapy import Request, signals
 from scrapy_redis.connection import get_redis_from_settings
 
-from scheduler.host_scores import ScoreOutcome, record_score
+from scheduler.host_scores import ScoreOutcome, next_in_host, record_score
 from scheduler.hosts import HostRecord, HostState, Phase, QueuedUrl, host_state, restore_host
 from scheduler.lease import Lease
 from scheduler.policies import CrawlProgress
+from scheduler.priors import apply_prior
 from scheduler.redis_frontier import Claimed, NewUrl, QueuedRequest, RedisFrontier
-from scheduler.redis_link import RedisLink
+from scheduler.redis_link import RedisLink, SharedUpdate
 from scheduler.scrapy_scheduler import (
     DISCOVER_META,
     KEPT_META,
@@ -39,7 +40,7 @@ from scheduler.scrapy_scheduler import (
     HostScheduler,
     politeness_restored,
 )
-from scheduler.urls import TrapGuard, canonical
+from scheduler.urls import TrapGuard, canonical, url_shape
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -70,6 +71,7 @@ class RedisHostScheduler(HostScheduler):
         self.fetching = 0
         self.ready_at: dict[str, float] = {}  # politeness: host -> monotonic time (host_ready_at)
         self.seq = 0
+        self.boost = 0.0
         # A host is released when its response has passed the downloader middlewares, which may fetch
         # more of it first (tdmrep.json): from then on its delay runs, for every worker.
         crawler.signals.connect(self.response_received, signal=signals.response_received)
@@ -81,6 +83,8 @@ class RedisHostScheduler(HostScheduler):
             self._claimed,
             self._info,
             self._observe_in_thread,
+            self._shared,
+            self._pick,
         )
 
     @classmethod
@@ -142,8 +146,8 @@ class RedisHostScheduler(HostScheduler):
 
     def _observe_in_thread(
         self, raw: str | None, host: str, phase: str, url: str, value: float, sitemap: bool
-    ) -> tuple[str, float, ScoreOutcome]:
-        """The shared record with this page's score: (record JSON, rank, drop reason)."""
+    ) -> tuple[str, tuple[float, bool], ScoreOutcome, SharedUpdate]:
+        """The shared record with this page's score: (record JSON, rank, outcome, run-wide policy state)."""
         record = self._record(host, raw)
         record.fetched += 1
         record.settled += 1
@@ -151,11 +155,26 @@ class RedisHostScheduler(HostScheduler):
             outcome = record_score(
                 record, self.policy, Phase(phase), url, value, self.limits.threshold, sitemap
             )
-            rank = self._rank(record)
+            rank, judged = self._rank(record)
+            mean = getattr(self.policy, "means", {}).get(host)
+        shared = SharedUpdate(url_shape(url), value > self.limits.threshold, mean)
         if outcome.drop_reason and record.state not in (HostState.DROPPED, HostState.BLOCKED):
             record.state = HostState.DROPPED
             record.drop_reason = outcome.drop_reason
-        return json.dumps(host_state(record), separators=(",", ":")), rank, outcome
+        return json.dumps(host_state(record), separators=(",", ":")), (rank, judged), outcome, shared
+
+    def _shared(self, means: dict[str, float], shapes: dict[str, list[int]]) -> None:
+        """The whole run's host means (the aspiration level's input) and URL-shape counts replace this
+        worker's, which saw only its own pages (from the link thread, every SHARED_EVERY_S)."""
+        with self.policy_lock:
+            own = getattr(self.policy, "means", None)
+            if isinstance(own, dict):
+                learnt = sum(1 for host in means if host not in own)
+                own.update(means)
+                self.policy.changes += learnt  # type: ignore[attr-defined]  # (adaptive's counter)
+            self.policy.shape_totals = shapes
+            self.policy.epoch(self.progress)  # the aspiration level, from every worker's hosts
+            self._update_boost()
 
     # -- handing out --------------------------------------------------------------------------------
 
@@ -164,27 +183,48 @@ class RedisHostScheduler(HostScheduler):
         data = json.loads(raw) if isinstance(raw, str) else raw
         if isinstance(data, dict) and data:
             restore_host(record, data)
-        self._apply_prior(record)
+        apply_prior(
+            record, None if self.priors is None else self.priors.lookup(host)
+        )  # (no signal: a thread)
         return record
 
-    def _rank(self, record: HostRecord) -> float:
-        """The policy's priority as one number (Redis sorts by one score): primary + 1e-9 x secondary."""
+    def _rank(self, record: HostRecord) -> tuple[float, bool]:
+        """The policy's priority as one number (Redis sorts by one score: primary + 1e-9 x secondary), and
+        whether the policy has judged the host. A host it has not competes with the aspiration level; that
+        part is left to Redis (CLAIM's boost), so raising the aspiration needs no re-ranking of every host."""
         if not record.queue:  # the queue is in Redis: rank it as a host with pages left
             record.queue.append(QueuedUrl(f"http://{record.host}/", 1, self.seq))
         priority = self.policy.priority(record, self.progress) or self.policy.fill_priority(record)
+        aspiration = getattr(self.policy, "aspiration", None)
+        judged = True
+        if aspiration is not None and priority is not None:
+            self.policy.aspiration = 0.0  # type: ignore[attr-defined]
+            own = self.policy.priority(record, self.progress)
+            self.policy.aspiration = aspiration  # type: ignore[attr-defined]
+            judged = own == priority
+            priority = own or priority
         if priority is None:
-            return UNRANKED
-        return float(priority[0]) + (1e-9 * float(priority[1]) if len(priority) > 1 else 0.0)
+            return UNRANKED, True
+        return float(priority[0]) + (1e-9 * float(priority[1]) if len(priority) > 1 else 0.0), judged
+
+    def _update_boost(self) -> None:
+        """The aspiration level, as what it adds to an unjudged host's own index (for CLAIM)."""
+        aspiration = getattr(self.policy, "aspiration", None)
+        estimate = getattr(self.policy, "estimate", None)
+        if aspiration is None or estimate is None:
+            return
+        mean, sd = estimate(HostRecord("new.invalid"))
+        boost = max(0.0, aspiration - (mean + self.policy.config.exploration_bonus * sd))
+        if boost != self.boost:
+            self.frontier_store.set_boost(boost)
+            self.boost = boost
 
     def next_request(self) -> Request | None:
         while self.inbox:
             claimed = self.inbox.pop(0)
             lease_id = int(claimed.lease_id)
-            if claimed.request is None:  # not JSON of ours: counted and skipped, never run
-                self.stats.inc_value("frontier/invalid_payload")
-                self.link.send("count", "invalid_payload", 1)
-                self.link.send("fetch_ended", claimed.lease_id, 0.0, False)
-                self.link.send("done", claimed.lease_id, None)
+            if claimed.request is None:
+                self._skip(claimed)
                 continue
             request = claimed.request
             record = self._record(claimed.host, claimed.host_record)
@@ -205,6 +245,31 @@ class RedisHostScheduler(HostScheduler):
                 dont_filter=True,
             )
         return None
+
+    def _skip(self, claimed: Claimed) -> None:
+        """A leased host with nothing to fetch: the lease ends at once, the host is free again."""
+        reason = claimed.skipped or "gone"
+        if reason == "invalid_payload":  # not JSON of ours: counted and skipped, never run
+            self.stats.inc_value("frontier/invalid_payload")
+            self.link.send("count", "invalid_payload", 1)
+        elif reason == "only_bad_urls_left":
+            self.link.send("drop", claimed.host, reason)
+        self.stats.inc_value(f"frontier/skipped/{reason}")
+        self.link.send("fetch_ended", claimed.lease_id, 0.0, False)
+        self.link.send("done", claimed.lease_id, None)
+
+    def _pick(
+        self, host: str, data: dict[str, Any], requests: list[QueuedRequest | None], urgent: bool
+    ) -> int | None:
+        """The policy's choice among a leased host's first queued URLs (from the link thread)."""
+        if requests[0] is None:
+            return 0  # taken out of the queue, counted and skipped
+        record = self._record(host, data)
+        valid = [(i, r) for i, r in enumerate(requests) if r is not None]
+        record.queue.extend(QueuedUrl(r.url, r.depth, i, discover=r.discover) for i, r in valid)
+        with self.policy_lock:
+            index, _ = next_in_host(record, self.policy)
+        return None if index is None else valid[index][0]
 
     def enqueue_request(self, request: Request) -> bool:
         old: Lease | None = request.meta.get(LEASE_META)
@@ -227,9 +292,9 @@ class RedisHostScheduler(HostScheduler):
         self.seq += 1
         record = HostRecord(host, budget=self.limits.per_host_budget)
         record.queue.append(QueuedUrl(url, int(request.meta.get("depth", 0)), self.seq))
-        self._apply_prior(record)
+        apply_prior(record, None if self.priors is None else self.priors.lookup(host))
         with self.policy_lock:
-            rank = self._rank(record)
+            rank, _ = self._rank(record)  # a host new to the run is unjudged (see _rank)
         queued = QueuedRequest(url, int(request.meta.get("depth", 0)), kept, discover)
         self.link.send("enqueue", [NewUrl(host, queued, old is not None or discover, force, rank)])
         if redirect:

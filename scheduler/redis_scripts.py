@@ -1,11 +1,13 @@
 """The Redis frontier's Lua: every change to a host's queue, politeness clock or leases is one atomic script.
 
-Keys live under one prefix per run (KEYS[1], e.g. `hc:RUN:`); a host's queue is `PREFIX q:HOST`. Times are
+Keys live under one prefix per run (KEYS[1], `hostcrawl:RUN:`); a host's queue is `PREFIX q:HOST`. Times are
 the Redis server's clock (TIME, milliseconds), so workers on machines with skewed clocks still agree on
-when a host may be fetched again. A host is in exactly one of: `eligible` (idle, ready, URLs queued; score
-= policy priority), `waiting` (idle, URLs queued, politeness delay not over; score = ready time), `busy`
-(a request of it is in flight somewhere), or none (nothing queued). `ready` remembers each host's
-politeness clock even while its queue is empty, so a URL found later cannot skip the delay.
+when a host may be fetched again. A host is in exactly one of: `eligible` or `eligible_new` (idle, ready,
+URLs queued; score = policy priority; `_new`: hosts the policy has not judged yet, which compete with the
+judged ones at their score plus the run's aspiration boost, meta `boost`), `waiting` (idle, URLs queued,
+politeness delay not over; score = ready time), `busy` (a request of it is in flight somewhere), or none
+(nothing queued). `ready` remembers each host's politeness clock even while its queue is empty, so a URL
+found later cannot skip the delay.
 """
 
 from __future__ import annotations
@@ -17,17 +19,21 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 # Put an idle host with queued URLs where it belongs: waiting for its delay, or eligible now.
 _PARK = """
+local function eligible(P, h)
+  if redis.call('SISMEMBER', P..'known', h) == 1 then return P..'eligible' end
+  return P..'eligible_new'
+end
 local function park(P, h, now, default_prio)
   if redis.call('HEXISTS', P..'busy', h) == 1 or redis.call('LLEN', P..'q:'..h) == 0 then return end
   if redis.call('SISMEMBER', P..'blocked', h) == 1 then return end
   local ready = tonumber(redis.call('HGET', P..'ready', h) or '0')
   if ready > now then
-    redis.call('ZREM', P..'eligible', h)
+    redis.call('ZREM', eligible(P, h), h)
     redis.call('ZADD', P..'waiting', ready, h)
   else
     redis.call('ZREM', P..'waiting', h)
     local prio = redis.call('HGET', P..'prio', h) or default_prio
-    redis.call('ZADD', P..'eligible', prio, h)
+    redis.call('ZADD', eligible(P, h), prio, h)
   end
 end
 """
@@ -76,54 +82,82 @@ return out
 """
 )
 
-# ARGV: how many, lease ms, worker id, budget (0 = none). Returns flat triples: lease id, host, payload,
-# plus the host's shared record (JSON or '') as a fourth value.
+# ARGV: how many, lease ms, worker id, budget (0 = none), window. Leases hosts (not yet URLs): per lease
+# id, host, the host's shared record (JSON or ''), '1' if what leads its queue is a dead worker's (fetched
+# first), and the first `window` payloads of its queue; the worker picks one with PICK.
 CLAIM = (
     _NOW
+    + _PARK
     + """
 local P = KEYS[1]
-local n, lease_ms, worker, budget = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local n, lease_ms, worker = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local budget, window = tonumber(ARGV[4]), tonumber(ARGV[5])
 if redis.call('HGET', P..'meta', 'state') == 'draining' then return {} end
 local due = redis.call('ZRANGEBYSCORE', P..'waiting', '-inf', now, 'LIMIT', 0, 1000)
 for _, h in ipairs(due) do
   redis.call('ZREM', P..'waiting', h)
-  redis.call('ZADD', P..'eligible', redis.call('HGET', P..'prio', h) or 0, h)
+  redis.call('ZADD', eligible(P, h), redis.call('HGET', P..'prio', h) or 0, h)
+end
+local boost = tonumber(redis.call('HGET', P..'meta', 'boost') or '0')
+local function best()  -- the better of the best judged host and the best new one (boosted)
+  local known = redis.call('ZREVRANGE', P..'eligible', 0, 0, 'WITHSCORES')
+  local new = redis.call('ZREVRANGE', P..'eligible_new', 0, 0, 'WITHSCORES')
+  if #known == 0 and #new == 0 then return nil end
+  if #new == 0 or (#known > 0 and tonumber(known[2]) >= tonumber(new[2]) + boost) then
+    redis.call('ZREM', P..'eligible', known[1])
+    return known[1]
+  end
+  redis.call('ZREM', P..'eligible_new', new[1])
+  return new[1]
 end
 local out = {}
 local function take(h, urgent)
-  local payload = redis.call('LPOP', P..'q:'..h)
-  if not payload then return end
+  local queued = redis.call('LRANGE', P..'q:'..h, 0, window - 1)
+  if #queued == 0 then return end
   local id = tostring(redis.call('INCR', P..'lease_seq'))
   redis.call('ZADD', P..'leases', now + lease_ms, id)
-  local lease = {h = h, p = payload, w = worker}
+  local lease = {h = h, w = worker}
   if urgent then
     lease.u = 1  -- paid for by the lease that expired
-    if redis.call('HINCRBY', P..'urgent', h, -1) <= 0 then redis.call('HDEL', P..'urgent', h) end
   else
     redis.call('HINCRBY', P..'counters', 'spent', 1)
   end
   redis.call('HSET', P..'lease', id, cjson.encode(lease))
   redis.call('HSET', P..'busy', h, id)
   redis.call('HINCRBY', P..'counters', 'handed_out', 1)
-  out[#out + 1] = id
-  out[#out + 1] = h
-  out[#out + 1] = payload
-  out[#out + 1] = redis.call('GET', P..'host:'..h) or ''
+  out[#out + 1] = {id, h, redis.call('GET', P..'host:'..h) or '', urgent and '1' or '0', queued}
 end
 -- first what dead workers held (fetched again before anything new, whatever the budget)
 for _, h in ipairs(redis.call('HKEYS', P..'urgent')) do
-  if #out >= 4 * n then break end
-  if redis.call('ZREM', P..'eligible', h) == 1 then take(h, true) end
+  if #out >= n then break end
+  if redis.call('ZREM', eligible(P, h), h) == 1 then take(h, true) end
 end
-while #out < 4 * n do
+while #out < n do
   if budget > 0 and tonumber(redis.call('HGET', P..'counters', 'spent') or '0') >= budget then break end
-  local top = redis.call('ZPOPMAX', P..'eligible')
-  if #top == 0 then break end
-  take(top[1], redis.call('HEXISTS', P..'urgent', top[1]) == 1)
+  local h = best()
+  if not h then break end
+  take(h, redis.call('HEXISTS', P..'urgent', h) == 1)
 end
 return out
 """
 )
+
+# The worker's choice among the leased host's queued URLs: it leaves the queue and is the lease's URL.
+# ARGV: lease id, payload. Returns 0 if the lease expired or the URL is gone (its host was blocked).
+PICK = """
+local P = KEYS[1]
+local id, payload = ARGV[1], ARGV[2]
+local raw = redis.call('HGET', P..'lease', id)
+if not raw then return 0 end
+local lease = cjson.decode(raw)
+if redis.call('LREM', P..'q:'..lease.h, 1, payload) == 0 then return 0 end
+if lease.u and redis.call('HINCRBY', P..'urgent', lease.h, -1) <= 0 then
+  redis.call('HDEL', P..'urgent', lease.h)
+end
+lease.p = payload
+redis.call('HSET', P..'lease', id, cjson.encode(lease))
+return 1
+"""
 
 # The downloader is done with a lease: its host may be fetched again after `delay ms`, by any worker.
 # ARGV: lease id, delay ms, fetched (1: reached the network, 0: never did, its budget is returned).
@@ -185,7 +219,7 @@ for _, id in ipairs(expired) do
     local h = lease.h
     redis.call('HINCRBY', P..'counters', 'lease_expired', 1)
     if lease.e then redis.call('HINCRBY', P..'counters', 'lease_expired_after_fetch', 1) end
-    if redis.call('SISMEMBER', P..'blocked', h) == 0 then
+    if lease.p and redis.call('SISMEMBER', P..'blocked', h) == 0 then
       redis.call('LPUSH', P..'q:'..h, lease.p)  -- first in its host's line, and paid for: see CLAIM
       redis.call('HINCRBY', P..'urgent', h, 1)
     elseif not lease.u then
@@ -220,6 +254,7 @@ if redis.call('SADD', P..'blocked', h) == 0 then return 0 end
 local n = redis.call('LLEN', P..'q:'..h)
 redis.call('DEL', P..'q:'..h)
 redis.call('ZREM', P..'eligible', h)
+redis.call('ZREM', P..'eligible_new', h)
 redis.call('ZREM', P..'waiting', h)
 redis.call('HDEL', P..'urgent', h)
 redis.call('HINCRBY', P..'counters', 'dropped/host_blocked', n)
@@ -241,6 +276,7 @@ if keep > 0 then
 else
   redis.call('DEL', P..'q:'..h)
   redis.call('ZREM', P..'eligible', h)
+  redis.call('ZREM', P..'eligible_new', h)
   redis.call('ZREM', P..'waiting', h)
 end
 redis.call('HINCRBY', P..'counters', 'dropped/host_dropped', n)
@@ -248,10 +284,20 @@ redis.call('HINCRBY', P..'counters', 'host/dropped/'..reason, 1)
 return n
 """
 
-# A worker's new estimate of a host's worth: re-ranks it if it is eligible now. ARGV: host, priority.
+# A worker's new estimate of a host's worth: re-ranks it if it is eligible now. ARGV: host, priority,
+# '1' if the policy has judged the host (else it competes with the new ones, see CLAIM's boost).
 PRIORITISE = """
 local P = KEYS[1]
-redis.call('HSET', P..'prio', ARGV[1], ARGV[2])
-redis.call('ZADD', P..'eligible', 'XX', ARGV[2], ARGV[1])
+local h, prio = ARGV[1], ARGV[2]
+redis.call('HSET', P..'prio', h, prio)
+local was = redis.call('ZREM', P..'eligible', h) + redis.call('ZREM', P..'eligible_new', h)
+if ARGV[3] == '1' then redis.call('SADD', P..'known', h) else redis.call('SREM', P..'known', h) end
+if was > 0 then
+  if ARGV[3] == '1' then
+    redis.call('ZADD', P..'eligible', prio, h)
+  else
+    redis.call('ZADD', P..'eligible_new', prio, h)
+  end
+end
 return 1
 """

@@ -136,11 +136,13 @@ def three(tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer) -
 def test_three_workers_finish_and_share_the_work(three: Workers) -> None:
     assert three.codes == [0, 0, 0], three.tail()
     folders = [three.run_dir / "workers" / f"w{i}" for i in range(3)]
-    per_worker = [pl.read_parquet(folder / "pages.parquet").height for folder in folders]
+    fetched = pl.col("status").is_not_null()  # rows of pages refused before the network are not fetches
+    per_worker = [pl.read_parquet(folder / "pages.parquet").filter(fetched).height for folder in folders]
     assert min(per_worker) > 0, per_worker
     stats = three.stats()
     assert stats["frontier/workers"] == 3
-    assert 280 <= sum(per_worker) <= 300 + 3, per_worker  # the budget is the run's, not each worker's
+    # the budget is the run's, not each worker's (retried fetches spend it too, and leave one row)
+    assert 240 <= sum(per_worker) <= 300, per_worker
 
 
 def test_politeness_holds_across_workers(three: Workers) -> None:
@@ -151,9 +153,11 @@ def test_politeness_holds_across_workers(three: Workers) -> None:
 
 def test_every_url_is_fetched_once_by_the_whole_run(three: Workers) -> None:
     served = three.served_pages()
-    twice = served.group_by("host", "path").len().filter(pl.col("len") > 1)
-    expired = int(three.stats().get("frontier/run/lease_expired", 0))  # type: ignore[call-overload]
-    assert twice.height <= expired, twice
+    again = served.group_by("host", "path").len()["len"] - 1
+    stats = three.stats()
+    # a page is fetched again only when Scrapy retried it or a lease expired (both counted)
+    explained = int(stats.get("retry/count", 0)) + int(stats.get("frontier/run/lease_expired", 0))  # type: ignore[call-overload]
+    assert again.sum() <= explained, served.group_by("host", "path").len().filter(pl.col("len") > 1)
     urls = three.merged_urls()
     assert len(urls) == len(set(urls)), "a page is in the merged pages.parquet twice"
 

@@ -12,6 +12,7 @@ from redis_server import (
 )
 
 from scheduler.redis_frontier import NewUrl, QueuedRequest, RedisFrontier
+from scheduler.redis_link import SharedUpdate
 
 RUNS = itertools.count()
 
@@ -142,3 +143,29 @@ def test_a_dead_workers_lease_is_fetched_again_even_when_the_budget_is_spent(
     (again,) = short.claim(5, "live", 1)  # paid for once: the budget of 1 allows it, and nothing more
     assert again.request == dead.request
     assert short.claim(5, "live", 1) == []
+
+
+def test_the_policy_state_is_the_sum_of_every_workers_pages(frontier: RedisFrontier) -> None:
+    for host, shape, high, mean in (
+        ("a", "2:a", True, 0.8),
+        ("b", "2:a", False, 0.2),
+        ("b", "1:", False, None),
+    ):
+        pipe = frontier.client.pipeline()
+        frontier.add_shared_policy_state(pipe, host, SharedUpdate(shape, high, mean))
+        pipe.execute()
+    means, shapes = frontier.shared_policy_state()
+    assert means == {"a": 0.8, "b": 0.2}
+    assert shapes == {"2:a": [1, 1], "1:": [0, 1]}
+
+
+def test_hosts_not_yet_judged_compete_at_the_aspiration_level(frontier: RedisFrontier) -> None:
+    frontier.enqueue(urls(("judged.example", "/"), ("new.example", "/")))
+    frontier.prioritise("judged.example", 0.7)
+    frontier.prioritise("new.example", 0.3, judged=False)
+    (first,) = frontier.claim(1, "w1", 0)
+    assert first.host == "judged.example"
+    frontier.enqueue(urls(("judged.example", "/2")))
+    frontier.fetch_ended(first.lease_id, 0.0, fetched=True)  # judged.example is ready again, at 0.7
+    frontier.set_boost(0.5)  # the aspiration rose: 0.3 + 0.5 beats 0.7
+    assert [c.host for c in frontier.claim(1, "w2", 0)] == ["new.example"]
