@@ -208,8 +208,9 @@ class RedisFrontier:
                 claimed.request = request
         return out
 
-    def fetch_ended(self, lease_id: str, delay_seconds: float, fetched: bool) -> None:
-        self._call("FETCH_ENDED", lease_id, max(0, int(delay_seconds * 1000)), "1" if fetched else "0")
+    def fetch_ended(self, lease_id: str, delay_seconds: float, fetched: bool, hold: bool = False) -> None:
+        ms = max(0, int(delay_seconds * 1000))
+        self._call("FETCH_ENDED", lease_id, ms, "1" if fetched else "0", "1" if hold else "0")
 
     def done(self, lease_id: str, worker: str, checkpoint: dict[str, str] | None = None) -> bool:
         """False if the lease had expired (its URL went back to the queue and may be fetched again)."""

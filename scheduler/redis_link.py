@@ -107,7 +107,7 @@ class RedisLink:
             self.observations.append(args)
         else:
             self.outbox.append(Op(method, args))
-        if method in ("fetch_ended", "enqueue"):
+        if method in ("fetch_ended", "enqueue", "done"):
             self._next_claim = 0.0  # a host may have become free
         self.wake.set()
 
@@ -233,9 +233,9 @@ class RedisLink:
             args = f.enqueue_args(urls)
             scripts["ENQUEUE"](keys=[f.prefix], args=args, client=pipe)
         elif op.method == "fetch_ended":
-            lease_id, delay, fetched = op.args
-            ms = max(0, int(delay * 1000))
-            scripts["FETCH_ENDED"](keys=[f.prefix], args=[lease_id, ms, "1" if fetched else "0"], client=pipe)
+            lease_id, delay, fetched, hold = op.args
+            args = [lease_id, max(0, int(delay * 1000)), "1" if fetched else "0", "1" if hold else "0"]
+            scripts["FETCH_ENDED"](keys=[f.prefix], args=args, client=pipe)
         elif op.method == "done":
             lease_id, checkpoint = op.args
             pairs = [x for item in (checkpoint or {}).items() for x in item]

@@ -68,6 +68,7 @@ class RedisHostScheduler(HostScheduler):
         self.policy_lock = threading.Lock()  # the policy is used by the reactor and by the link thread
         self.inbox: list[Claimed] = []
         self.leases: dict[int, Lease] = {}  # handed to Scrapy, not yet recorded
+        self.claimed_records: dict[int, HostRecord] = {}  # the host as it was when leased, until fetched
         self.fetching = 0
         self.ready_at: dict[str, float] = {}  # politeness: host -> monotonic time (host_ready_at)
         self.seq = 0
@@ -233,6 +234,7 @@ class RedisHostScheduler(HostScheduler):
             host, url, depth = claimed.host, request.url, request.depth
             lease = Lease(host, url, depth, lease_id, 0, phase, None, request.discover)
             self.leases[lease_id] = lease
+            self.claimed_records[lease_id] = record
             self.fetching += 1
             meta: dict[str, Any] = dict(request.meta)
             meta.update({"depth": request.depth, LEASE_META: lease, POLICY_META: self.policy.name})
@@ -255,7 +257,7 @@ class RedisHostScheduler(HostScheduler):
         elif reason == "only_bad_urls_left":
             self.link.send("drop", claimed.host, reason)
         self.stats.inc_value(f"frontier/skipped/{reason}")
-        self.link.send("fetch_ended", claimed.lease_id, 0.0, False)
+        self.link.send("fetch_ended", claimed.lease_id, 0.0, False, False)
         self.link.send("done", claimed.lease_id, None)
 
     def _pick(
@@ -310,16 +312,28 @@ class RedisHostScheduler(HostScheduler):
         lease.fetched = fetched
         self.fetching = max(0, self.fetching - 1)
         delay = max(0.0, self.ready_at.get(lease.host, 0.0) - time.monotonic())
-        self.link.send("fetch_ended", str(lease.row_id), delay, fetched)
+        self.link.send("fetch_ended", str(lease.row_id), delay, fetched, fetched and self._hold(lease))
         if fetched:
             self.progress.fetched += 1
             self.stats.inc_value("frontier/fetched")
+
+    def _hold(self, lease: Lease) -> bool:
+        """The policy would not fetch more of the host before this page's score is back (as HostFrontier
+        keeps such a host out of its heap): it stays busy until the page is recorded."""
+        record = self.claimed_records.pop(lease.row_id, None)
+        if record is None:
+            return False
+        record.fetched += 1
+        with self.policy_lock:
+            rank, _ = self._rank(record)
+        return rank == UNRANKED and record.state is not HostState.DROPPED
 
     def _settle(self, lease: Lease, checkpoint: dict[str, str] | None) -> None:
         if lease.settled:
             return
         lease.settled = True
         self.leases.pop(lease.row_id, None)
+        self.claimed_records.pop(lease.row_id, None)
         self.link.send("done", str(lease.row_id), checkpoint)
 
     def left_downloader(self, request: Request) -> None:

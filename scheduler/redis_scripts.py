@@ -160,13 +160,14 @@ return 1
 """
 
 # The downloader is done with a lease: its host may be fetched again after `delay ms`, by any worker.
-# ARGV: lease id, delay ms, fetched (1: reached the network, 0: never did, its budget is returned).
+# ARGV: lease id, delay ms, fetched (1: reached the network, 0: never did, its budget is returned), hold
+# (1: the policy wants the page's score before fetching more of the host: it stays busy until DONE).
 FETCH_ENDED = (
     _NOW
     + _PARK
     + """
 local P = KEYS[1]
-local id, delay, fetched = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
+local id, delay, fetched, hold = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', ARGV[4] == '1'
 local raw = redis.call('HGET', P..'lease', id)
 if not raw then return 0 end
 local lease = cjson.decode(raw)
@@ -181,7 +182,7 @@ if fetched then
 elseif not lease.u then
   redis.call('HINCRBY', P..'counters', 'spent', -1)
 end
-if redis.call('HGET', P..'busy', h) == id then
+if not hold and redis.call('HGET', P..'busy', h) == id then
   redis.call('HDEL', P..'busy', h)
   park(P, h, now, 0)
 end
@@ -191,7 +192,10 @@ return 1
 
 # The page is recorded by its worker (or was a retry/redirect replaced by a new request): the lease ends.
 # ARGV: lease id, worker, then pairs of (meta key, value) committed with it. Returns 0 if it had expired.
-DONE = """
+DONE = (
+    _NOW
+    + _PARK
+    + """
 local P = KEYS[1]
 local id, worker = ARGV[1], ARGV[2]
 local i = 3
@@ -200,8 +204,16 @@ while i <= #ARGV do
   i = i + 2
 end
 redis.call('ZREM', P..'leases', id)
+local raw = redis.call('HGET', P..'lease', id)
+if not raw then return 0 end
+local h = cjson.decode(raw).h
+if redis.call('HGET', P..'busy', h) == id then  -- held for its score (FETCH_ENDED's hold)
+  redis.call('HDEL', P..'busy', h)
+  park(P, h, now, 0)
+end
 return redis.call('HDEL', P..'lease', id)
 """
+)
 
 # Leases whose worker stopped renewing them go back to the front of their host's queue (counted).
 RECLAIM = (

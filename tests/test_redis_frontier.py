@@ -169,3 +169,14 @@ def test_hosts_not_yet_judged_compete_at_the_aspiration_level(frontier: RedisFro
     frontier.fetch_ended(first.lease_id, 0.0, fetched=True)  # judged.example is ready again, at 0.7
     frontier.set_boost(0.5)  # the aspiration rose: 0.3 + 0.5 beats 0.7
     assert [c.host for c in frontier.claim(1, "w2", 0)] == ["new.example"]
+
+
+def test_a_host_held_for_its_score_is_handed_out_only_once_the_page_is_recorded(
+    frontier: RedisFrontier,
+) -> None:
+    frontier.enqueue(urls(("a.example", "/1"), ("a.example", "/2")))
+    (lease,) = frontier.claim(1, "w1", 0)
+    frontier.fetch_ended(lease.lease_id, 0.0, fetched=True, hold=True)
+    assert frontier.claim(1, "w2", 0) == []  # its score is not back: no blind second fetch
+    assert frontier.done(lease.lease_id, "w1")
+    assert [c.host for c in frontier.claim(1, "w2", 0)] == ["a.example"]
