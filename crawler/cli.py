@@ -329,7 +329,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         )
     else:
         result = run_crawl(config, run_dir, resume=bool(args.resume), **status)
-    fetched = result.stat("response_received_count")
+    fetched = result.stat("response_received_count") or result.stat("frontier/run/fetched")
     console = Console(stderr=True)
     if result.interrupted:  # SIGINT/SIGTERM: Scrapy stopped scheduling and let what was in flight finish
         console.print(

@@ -9,6 +9,7 @@ join). The last worker to finish merges every worker's output into RUN itself (c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -141,6 +142,8 @@ def run_worker(
         politeness = crawler.get_extension(Politeness)
         delays = {h: s.delay for h, s in politeness.hosts.items()} if politeness else {}
         stats = finish_run(worker_dir, config, stats, delays, wall)
+    with contextlib.suppress(redis.RedisError):  # a worker that fetched nothing while the others did
+        stats["frontier/run/fetched"] = frontier.counters().get("fetched", 0)  # has not failed
     result = RunResult(worker_dir, stats, delays)
     if stats.get("finish_reason") != "shutdown":
         from crawler.worker_merge import merge_if_last
