@@ -29,22 +29,24 @@ from scheduler.redis_process import RedisProcess
 
 
 def run_workers(
-    n: int, web: TestWebProcess, server: RedisProcess, out: Path, budget: int, extra: list[str]
+    n: int, web: TestWebProcess, server: RedisProcess | None, out: Path, budget: int, extra: list[str]
 ) -> float:
-    """n worker processes of one run; wall seconds until the last one is done (it merges the run)."""
+    """n worker processes of one run (no server: one plain one-process crawl); wall seconds until the
+    last one is done (the last worker merges the run)."""
     seeds = out.parent / "seeds.txt"
     seeds.write_text("\n".join(web.seed_urls) + "\n")
     command = [
         sys.executable, "-m", "crawler.cli", "crawl", "--seeds", str(seeds), "--out", str(out),
-        "--frontier", server.url, "--run", out.name, "--proxy", web.proxy_url, "--allow-private",
+        "--proxy", web.proxy_url, "--allow-private",
         "--min-delay", "0", "--max-pages", str(budget), "--timeout", "10", "--no-progress", *extra,
     ]  # fmt: skip
+    workers: list[list[str]] = [[]]  # the one-process crawl
+    if server is not None:
+        workers = [["--frontier", server.url, "--run", out.name, "--worker-id", f"w{i}"] for i in range(n)]
     started = time.monotonic()
     procs = [
-        subprocess.Popen(
-            [*command, "--worker-id", f"w{i}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-        for i in range(n)
+        subprocess.Popen([*command, *worker], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for worker in workers
     ]
     for proc in procs:
         _, err = proc.communicate()
