@@ -26,10 +26,11 @@ from scrapy import Request, signals
 from scrapy_redis.connection import get_redis_from_settings
 
 from scheduler.host_scores import ScoreOutcome, next_in_host, record_score
-from scheduler.hosts import HostRecord, HostState, Phase, QueuedUrl, host_state, restore_host
+from scheduler.hosts import HostRecord, HostState, Phase, host_state, restore_host
 from scheduler.lease import Lease
 from scheduler.policies import CrawlProgress
 from scheduler.priors import apply_prior
+from scheduler.queue_window import QueuedUrl
 from scheduler.redis_frontier import Claimed, NewUrl, QueuedRequest, RedisFrontier
 from scheduler.redis_link import RedisLink, SharedUpdate
 from scheduler.scrapy_scheduler import (
@@ -268,7 +269,8 @@ class RedisHostScheduler(HostScheduler):
             return 0  # taken out of the queue, counted and skipped
         record = self._record(host, data)
         valid = [(i, r) for i, r in enumerate(requests) if r is not None]
-        record.queue.extend(QueuedUrl(r.url, r.depth, i, discover=r.discover) for i, r in valid)
+        for i, r in valid:
+            record.queue.append(QueuedUrl(r.url, r.depth, i, discover=r.discover))
         with self.policy_lock:
             index, _ = next_in_host(record, self.policy)
         return None if index is None else valid[index][0]
