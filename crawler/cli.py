@@ -142,6 +142,9 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, help="cleaning processes (default: one per core)")
     p.add_argument("--no-progress", action="store_true", help="no live progress display")
     add_status_options(p, default_port=None)
+    from crawler.worker import add_worker_options  # (redis and Scrapy load only for the crawl)
+
+    add_worker_options(p)
     p.add_argument(
         "--status-linger",
         type=float,
@@ -243,7 +246,7 @@ def resolve_crawl_config(args: argparse.Namespace) -> CrawlConfig:
         value = getattr(args, key)
         if value is not None and (problem := table_problem(Path(value), key)):
             raise ConfigError(f"{flag} {value}: {problem}")
-    if not config.seeds:
+    if not config.seeds and not getattr(args, "frontier", None):  # a worker may join a seeded run
         raise ConfigError("no seed URLs: pass URLs, --seeds FILE, or seeds = [...] in --config")
     return config
 
@@ -299,22 +302,34 @@ def _apply_plan(config: CrawlConfig, args: argparse.Namespace) -> None:
 def cmd_crawl(args: argparse.Namespace) -> int:
     from crawler.run import run_crawl
     from crawler.status_server import linger
+    from crawler.worker import check_worker_args, run_worker
 
     config = resolve_crawl_config(args)
     check_status_port(args)
     check_crawl_inputs(config, args)
+    if args.frontier:
+        check_worker_args(args, config)
     run_dir = args.resume or args.out or default_run_dir("crawl")
     if not args.resume:
         create_run_dir(run_dir)
-    result = run_crawl(
-        config,
-        run_dir,
-        progress=not args.no_progress,
-        resume=bool(args.resume),
-        status_port=args.status_port,
-        status_bind=args.status_bind,
-    )
-    fetched = result.stat("response_received_count")
+    status = {
+        "progress": not args.no_progress,
+        "status_port": args.status_port,
+        "status_bind": args.status_bind,
+    }
+    if args.frontier:
+        result = run_worker(
+            config,
+            run_dir,
+            args.frontier,
+            args.run_name,
+            worker_id=args.worker_id,
+            lease_seconds=args.lease_seconds,
+            **status,
+        )
+    else:
+        result = run_crawl(config, run_dir, resume=bool(args.resume), **status)
+    fetched = result.stat("response_received_count") or result.stat("frontier/run/fetched")
     console = Console(stderr=True)
     if result.interrupted:  # SIGINT/SIGTERM: Scrapy stopped scheduling and let what was in flight finish
         console.print(
@@ -345,6 +360,7 @@ def add_plugin_commands(subparsers: argparse._SubParsersAction) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from crawler.bench import add_bench_parser
     from crawler.demo import add_demo_parser
+    from crawler.frontier_cli import add_frontier_parser
     from crawler.testweb import register_cli
     from crawler.warc_files import add_index_parser
 
@@ -359,6 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_parser(subparsers)
     add_crawl_parser(subparsers)
     add_bench_parser(subparsers)
+    add_frontier_parser(subparsers)
     add_index_parser(subparsers)
     register_cli(subparsers)
     add_plugin_commands(subparsers)

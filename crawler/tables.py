@@ -175,7 +175,10 @@ def host_table(pages: pl.DataFrame, scorers: list[str], crawl_delays: dict[str, 
 
 def with_scheduler_states(hosts: pl.DataFrame, run_dir: Path) -> pl.DataFrame:
     """Adds what the frontier believes about each host (state, density estimate, drop reason)."""
-    states = host_states(run_dir / FRONTIER_FILE)
+    return join_scheduler_states(hosts, host_states(run_dir / FRONTIER_FILE))
+
+
+def join_scheduler_states(hosts: pl.DataFrame, states: pl.DataFrame) -> pl.DataFrame:
     if not states.height:
         return hosts
     return (

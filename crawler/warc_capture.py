@@ -61,7 +61,7 @@ class WarcCaptureMiddleware:
         self.indexing: list[threading.Thread] = []
         self.writer = WarcWriter(
             run_dir / "warc",
-            prefix="hostcrawl",
+            prefix=settings.get("HOSTCRAWL_WARC_PREFIX") or "hostcrawl",  # workers of one run: their id
             crawl_host=socket.gethostname(),
             max_file_bytes=settings.getint("HOSTCRAWL_WARC_MAX_BYTES"),
             warcinfo={

@@ -12,12 +12,13 @@ from urllib.parse import urlsplit
 
 from scheduler.frontier import FetchedPage, SeenUrls, SQLiteFrontier
 from scheduler.groups import PolitenessGroups
+from scheduler.host_scores import next_in_host, record_score
 from scheduler.hosts import HostRecord, HostState, Phase, host_state
 from scheduler.lease import Lease, ScoreLag
-from scheduler.policies import CrawlProgress, Policy, has_page
+from scheduler.policies import CrawlProgress, Policy
 from scheduler.queue_window import MEMORY_HEAD, MEMORY_URLS, QueuedUrl, QueueWindows
 from scheduler.resume import load_frontier
-from scheduler.urls import TrapGuard, canonical, fingerprint, url_shape
+from scheduler.urls import TrapGuard, canonical, fingerprint
 
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
 DIGITS = re.compile(r"\d+")
@@ -245,11 +246,7 @@ class HostFrontier:
         return None
 
     def _lease(self, record: HostRecord, index: int | None = None) -> Lease | None:
-        discover = record.queue[0].discover and not (self.policy.defer_discovery(record) and has_page(record))
-        if discover:
-            index = 0
-        elif index is None:
-            index = self.policy.pick(record)
+        index, discover = next_in_host(record, self.policy, index)
         if index is None:  # only URLs of shapes that have been bad on this host are left
             self._drop(record, "only_bad_urls_left")
             return None
@@ -324,23 +321,13 @@ class HostFrontier:
             record.settled += 1
             self.score_lag.add(self.progress.fetched - lease.fetch_number)
             value = 0.0 if score is None else score
-            record.scores.append(value)
-            if lease.phase is not Phase.DISCOVER:
-                high = value > self.limits.threshold
-                record.high += high
-                record.low += not high
-            shape = url_shape(lease.url)
-            counts = record.shapes.setdefault(shape, [0, 0])
-            counts[0 if value > self.limits.threshold else 1] += 1
-            self.policy.learn_shape(shape, value > self.limits.threshold)
-            if lease.phase is Phase.SAMPLE:
-                record.sample_scores.append(value)
-                record.sample_high += value > self.limits.threshold
-                if len(record.sample_scores) >= self.policy.config.sample_pages:
-                    record.state = HostState.SCORED
-                    self.count("host/sampled")
-            record.sitemap_read |= lease.sitemap and score is None
-            reason = self.policy.observed(record)
+            sitemap = lease.sitemap and score is None
+            outcome = record_score(
+                record, self.policy, lease.phase, lease.url, value, self.limits.threshold, sitemap
+            )
+            if outcome.sampled:
+                self.count("host/sampled")
+            reason = outcome.drop_reason
             if reason:
                 self._drop(record, reason)
         self.store.done(lease.row_id)

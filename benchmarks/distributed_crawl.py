@@ -1,0 +1,108 @@
+"""Workers on one Redis against one worker, same test web and budget, measured in the same run.
+
+    python -m benchmarks.distributed_crawl rate  [--workers 2] [--hosts 300] [--budget 3000]       # ~3 min
+    python -m benchmarks.distributed_crawl yield [--workers 3] [--hosts 200] [--budget-share 0.1]  # ~8 min
+
+`rate`: pages fetched per second of wall time (first worker started to last worker done, merge included),
+with `--cleaner none` and bfs, so the frontier and the fetching are what is measured. `yield`: adaptive, every
+fetched page graded by the test web's ground truth (as `hostcrawl bench yield` does): high-quality pages per
+fetch of N workers sharing host estimates through Redis against one worker (target >= 0.95x). Redis runs
+without AOF here (a deployment's `appendfsync everysec` costs about as little); no delay floor on loopback,
+robots.txt Crawl-delay still applies. Every worker is a real `hostcrawl crawl --frontier ...` process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+
+from crawler.bench import grade
+from crawler.testweb import TestWebConfig, TestWebProcess
+from scheduler.redis_process import RedisProcess
+
+
+def run_workers(
+    n: int, web: TestWebProcess, server: RedisProcess | None, out: Path, budget: int, extra: list[str]
+) -> float:
+    """n worker processes of one run (no server: one plain one-process crawl); wall seconds until the
+    last one is done (the last worker merges the run)."""
+    seeds = out.parent / "seeds.txt"
+    seeds.write_text("\n".join(web.seed_urls) + "\n")
+    command = [
+        sys.executable, "-m", "crawler.cli", "crawl", "--seeds", str(seeds), "--out", str(out),
+        "--proxy", web.proxy_url, "--allow-private",
+        "--min-delay", "0", "--max-pages", str(budget), "--timeout", "10", "--no-progress", *extra,
+    ]  # fmt: skip
+    workers: list[list[str]] = [[]]  # the one-process crawl
+    if server is not None:
+        workers = [["--frontier", server.url, "--run", out.name, "--worker-id", f"w{i}"] for i in range(n)]
+    started = time.monotonic()
+    procs = [
+        subprocess.Popen([*command, *worker], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for worker in workers
+    ]
+    for proc in procs:
+        _, err = proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(f"a worker failed:\n{err.decode(errors='replace')[-2000:]}")
+    return time.monotonic() - started
+
+
+def fetched(run: Path) -> int:
+    return pl.read_parquet(run / "pages.parquet").filter(pl.col("status").is_not_null()).height
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("kind", choices=("rate", "yield"))
+    parser.add_argument("--workers", type=int, help="workers to compare with one (rate 2, yield 3)")
+    parser.add_argument("--hosts", type=int, help="test web hosts (rate 300, yield 200)")
+    parser.add_argument("--budget", type=int, default=3000, help="rate: pages (3000)")
+    parser.add_argument("--budget-share", type=float, default=0.1, help="yield: share of all pages (0.1)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    workers = args.workers or (2 if args.kind == "rate" else 3)
+    hosts = args.hosts or (300 if args.kind == "rate" else 200)
+    extra = ["--cleaner", "none", "--policy", "bfs"] if args.kind == "rate" else ["--policy", "adaptive"]
+    with tempfile.TemporaryDirectory() as tmp, RedisProcess(Path(tmp) / "redis", persist=False) as server:
+        base = Path(tmp)
+        with TestWebProcess(TestWebConfig(n_hosts=hosts, seed=args.seed), base / "web") as web:
+            truth = pl.read_parquet(base / "web" / "pages.parquet")
+            total = int(pl.read_parquet(base / "web" / "hosts.parquet")["n_pages"].sum())
+            budget = args.budget if args.kind == "rate" else max(1, int(total * args.budget_share))
+            print(
+                f"test web: {hosts} hosts, {total} pages; budget {budget}; {os.cpu_count()} cores", flush=True
+            )
+            results = {}
+            # the one-process crawl (SQLite frontier): what being a worker costs, in speed and in yield
+            run = base / f"{args.kind}-one-process"
+            wall = run_workers(1, web, None, run, budget, extra)
+            hq = grade(run, truth, budget)["hq_per_fetch"]
+            rate = fetched(run) / wall
+            print(f"  one process: {wall:6.1f} s, {rate:6.1f} pages/s, {hq:.3f} hq/fetch (SQLite frontier)")
+            for n in (1, workers):
+                run = base / f"{args.kind}-{n}"
+                wall = run_workers(n, web, server, run, budget, extra)
+                graded = grade(run, truth, budget)
+                results[n] = (fetched(run) / wall, graded["hq_per_fetch"], wall)
+                rate, hq, _ = results[n]
+                print(f"  {n} worker(s): {wall:6.1f} s, {rate:6.1f} pages/s, {hq:.3f} hq/fetch", flush=True)
+    one, many = results[1], results[workers]
+    if args.kind == "rate":
+        print(f"ratio {workers} workers / 1: {many[0] / one[0]:.2f}x pages/s")
+    else:
+        ratio = many[1] / one[1]
+        print(f"ratio {workers} workers / 1: {ratio:.3f}x high-quality pages per fetch (target >= 0.95)")
+
+
+if __name__ == "__main__":
+    main()

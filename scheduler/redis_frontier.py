@@ -1,0 +1,343 @@
+"""The frontier of a run shared by many workers, in Redis: per-host queues, politeness clocks, leases.
+
+What scrapy-redis does badly and this replaces: one global priority set per spider (here: one queue per
+host and a cluster-wide ready-time set, so one request per host is in flight across all workers and
+each host's delay holds between workers); a pop that deletes the request (here: a leased pop that a
+live worker renews and that returns to its host's queue when it expires, counted); a dupefilter of
+40-byte hex SHA1 strings in one hash-table set (here: 47-bit fingerprints in 65,536 intset buckets,
+about 4-5 bytes per URL); pickled requests (here: JSON; a payload that does not decode is counted
+and skipped, never executed). Connection settings stay scrapy-redis's (REDIS_URL, REDIS_PARAMS).
+
+Every call here is a blocking round trip: the Scrapy side calls it from a thread (scheduler/redis_link.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from scheduler import redis_scripts
+from scheduler.urls import fingerprint
+
+DEDUP_BUCKET_BITS = 16  # 65,536 intset keys; at 10M URLs about 150 members each
+DEDUP_MEMBER_BITS = 31  # members below 2**31 keep an intset at 4 bytes per member
+# 47 bits in all: a new URL is taken for a seen one with probability N / 2**47 (7e-8 at 10M URLs)
+INTSET_ENTRIES = 4096  # asked of the server at seeding, so buckets stay intsets up to ~250M URLs
+QUEUE_CAP = 50_000  # URLs queued per host
+KEY_PREFIX = "hostcrawl:"
+
+
+@dataclass(slots=True)
+class QueuedRequest:
+    """What a host's queue holds: JSON, never pickle."""
+
+    url: str
+    depth: int
+    meta: dict[str, Any]  # request meta a retry or redirect keeps (counts, URLs, reasons)
+    discover: bool = False
+
+    def encode(self) -> str:
+        data: dict[str, Any] = {"u": self.url, "d": self.depth}
+        if self.meta:
+            data["m"] = self.meta
+        if self.discover:
+            data["v"] = 1
+        return json.dumps(data, separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def decode(cls, raw: str) -> QueuedRequest | None:
+        """None for anything that is not one of ours: it is counted and skipped by the caller."""
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("u"), str):
+            return None
+        meta, depth = data.get("m", {}), data.get("d", 0)
+        if not isinstance(meta, dict) or not isinstance(depth, int):
+            return None
+        return cls(data["u"], depth, meta, bool(data.get("v")))
+
+
+@dataclass(slots=True)
+class Claimed:
+    lease_id: str
+    host: str
+    request: QueuedRequest | None  # None: see `skipped`
+    host_record: dict[str, Any]  # the host's shared record ({} for a host nobody has scored)
+    # why there is no request: invalid_payload (not JSON of ours: counted, never run), only_bad_urls_left
+    # (the policy wants none of the host's URLs), gone (the lease expired or the host was blocked meanwhile)
+    skipped: str | None = None
+
+
+# The caller's choice among a leased host's first queued URLs: (host, record, requests (None: not
+# ours), urgent (a dead worker's URL leads: take it)) -> index, or None for none of them.
+Pick = Callable[[str, dict[str, Any], list["QueuedRequest | None"], bool], "int | None"]
+WINDOW = 64  # queued URLs a worker chooses from (the policies look at as many: SHAPE_WINDOW)
+
+
+def first_url(host: str, record: dict[str, Any], requests: list[QueuedRequest | None], urgent: bool) -> int:
+    return 0
+
+
+@dataclass(slots=True)
+class NewUrl:
+    host: str
+    request: QueuedRequest
+    front: bool = False  # a retry, redirect or sitemap: before anything new of its host
+    force: bool = False  # a retry: no dedup
+    priority: float = 0.0  # the host's rank if it has none yet
+
+
+def dedup_key(url: str) -> tuple[int, int]:
+    unsigned = fingerprint(url) & 0xFFFF_FFFF_FFFF_FFFF
+    return unsigned >> (64 - DEDUP_BUCKET_BITS), unsigned & ((1 << DEDUP_MEMBER_BITS) - 1)
+
+
+class RedisFrontier:
+    """One run's shared frontier. `run` names it; many runs can share one Redis database."""
+
+    def __init__(self, client: redis.Redis, run: str, lease_seconds: float = 60.0) -> None:
+        self.client = client
+        self.run = run
+        self.prefix = f"{KEY_PREFIX}{run}:"
+        self.lease_ms = int(lease_seconds * 1000)
+        self.scripts = {
+            name: client.register_script(getattr(redis_scripts, name))
+            for name in (
+                "ENQUEUE",
+                "CLAIM",
+                "PICK",
+                "FETCH_ENDED",
+                "DONE",
+                "RECLAIM",
+                "RENEW",
+                "BLOCK",
+                "DROP",
+                "PRIORITISE",
+            )
+        }
+
+    def key(self, name: str) -> str:
+        return self.prefix + name
+
+    @staticmethod
+    def _strings(data: Any) -> dict[str, str]:
+        """The client decodes responses (decode_responses=True): hashes come back as str -> str."""
+        return {str(k): str(v) for k, v in data.items()}
+
+    def _call(self, script: str, *args: Any) -> Any:
+        return self.scripts[script](keys=[self.prefix], args=list(args))
+
+    # -- a run's life -------------------------------------------------------------------------------
+
+    def start(self, worker: str, budget: int, config: dict[str, Any]) -> bool:
+        """True for the worker that seeds the run; the others join it (and its budget)."""
+        first = bool(self.client.hsetnx(self.key("meta"), "seeded_by", worker))
+        if first:
+            started, settings = str(time.time()), json.dumps(config)
+            meta = {"budget": str(budget), "state": "running", "started": started, "config": settings}
+            self.client.hset(self.key("meta"), mapping=meta)  # type: ignore[arg-type]  # (invariant Mapping)
+            with contextlib.suppress(redis.ResponseError):  # a managed Redis may refuse CONFIG
+                self.client.config_set("set-max-intset-entries", INTSET_ENTRIES)  # compact dedup buckets
+        return first
+
+    def meta(self) -> dict[str, str]:
+        return self._strings(self.client.hgetall(self.key("meta")))
+
+    def budget(self) -> int:
+        return int(self.client.hget(self.key("meta"), "budget") or 0)
+
+    def drain(self) -> None:
+        """No more leases are handed out; the workers finish what they hold and stop."""
+        self.client.hset(self.key("meta"), "state", "draining")
+
+    def draining(self) -> bool:
+        return self.client.hget(self.key("meta"), "state") == "draining"
+
+    # -- the queue ----------------------------------------------------------------------------------
+
+    def enqueue(self, urls: list[NewUrl], cap: int = QUEUE_CAP) -> list[str | None]:
+        """Queues URLs (one round trip); per URL None or why it was not queued (a stats reason)."""
+        if not urls:
+            return []
+        return [reason or None for reason in self._call("ENQUEUE", *self.enqueue_args(urls, cap))]
+
+    @staticmethod
+    def enqueue_args(urls: list[NewUrl], cap: int = QUEUE_CAP) -> list[Any]:
+        args: list[Any] = [cap]
+        for item in urls:
+            bucket, member = dedup_key(item.request.url)
+            flags = (1 if item.front else 0) | (2 if item.force else 0)
+            args += [item.host, bucket, member, item.request.encode(), flags, repr(float(item.priority))]
+        return args
+
+    def claim(self, n: int, worker: str, budget: int, pick: Pick = first_url) -> list[Claimed]:
+        """Leases up to n hosts, ready and best ranked first, and one URL of each (two round trips)."""
+        leased = self._call("CLAIM", n, self.lease_ms, worker, budget, WINDOW)
+        out, picks = [], []
+        for lease_id, host, raw_record, urgent, window in leased:
+            try:
+                record = json.loads(raw_record) if raw_record else {}
+            except ValueError:
+                record = {}
+            record = record if isinstance(record, dict) else {}
+            requests = [QueuedRequest.decode(payload) for payload in window]
+            index = 0 if urgent == "1" else pick(host, record, requests, False)
+            claimed = Claimed(str(lease_id), host, None, record)
+            if index is None:
+                claimed.skipped = "only_bad_urls_left"
+            else:
+                picks.append((claimed, window[index], requests[index]))
+            out.append(claimed)
+        pipe = self.client.pipeline(transaction=False)
+        for claimed, payload, _ in picks:
+            self.scripts["PICK"](keys=[self.prefix], args=[claimed.lease_id, payload], client=pipe)
+        for (claimed, _, request), taken in zip(picks, pipe.execute() if picks else [], strict=True):
+            if not taken:
+                claimed.skipped = "gone"
+            elif request is None:
+                claimed.skipped = "invalid_payload"
+            else:
+                claimed.request = request
+        return out
+
+    def fetch_ended(self, lease_id: str, delay_seconds: float, fetched: bool, hold: bool = False) -> None:
+        ms = max(0, int(delay_seconds * 1000))
+        self._call("FETCH_ENDED", lease_id, ms, "1" if fetched else "0", "1" if hold else "0")
+
+    def done(self, lease_id: str, worker: str, checkpoint: dict[str, str] | None = None) -> bool:
+        """False if the lease had expired (its URL went back to the queue and may be fetched again)."""
+        pairs = [x for item in (checkpoint or {}).items() for x in item]
+        return bool(self._call("DONE", lease_id, worker, *pairs))
+
+    def renew(self, lease_ids: list[str]) -> int:
+        return int(self._call("RENEW", self.lease_ms, *lease_ids)) if lease_ids else 0
+
+    def reclaim(self) -> int:
+        return int(self._call("RECLAIM"))
+
+    def block(self, host: str, reason: str) -> int:
+        return int(self._call("BLOCK", host, reason))
+
+    def drop(self, host: str, reason: str) -> int:
+        return int(self._call("DROP", host, reason))
+
+    def prioritise(self, host: str, priority: float, judged: bool = True) -> None:
+        self._call("PRIORITISE", host, repr(float(priority)), "1" if judged else "0")
+
+    def set_boost(self, boost: float) -> None:
+        """How much better than their own score hosts the policy has not judged yet count (aspiration)."""
+        self.client.hset(self.key("meta"), "boost", repr(float(boost)))
+
+    # -- shared state -------------------------------------------------------------------------------
+
+    def host_record(self, host: str) -> dict[str, Any]:
+        raw = self.client.get(self.key(f"host:{host}"))
+        data = json.loads(raw) if raw else {}
+        return data if isinstance(data, dict) else {}
+
+    def host_records(self) -> dict[str, dict[str, Any]]:
+        """Every host's shared record (a SCAN: for reports and status, not the crawl's hot path)."""
+        keys = list(self.client.scan_iter(match=self.key("host:*"), count=1000))
+        out = {}
+        for key, raw in zip(keys, self.client.mget(keys) if keys else [], strict=True):
+            try:
+                data = json.loads(raw) if raw else None
+            except ValueError:
+                continue
+            if isinstance(data, dict):
+                out[str(key)[len(self.key("host:")) :]] = data
+        return out
+
+    def add_shared_policy_state(self, pipe: Any, host: str, update: Any) -> None:
+        """One scored page's share of the run-wide policy state (on the caller's pipeline)."""
+        pipe.hincrby(self.key("shape_high" if update.high else "shape_low"), update.shape, 1)
+        if update.mean is not None:
+            pipe.hset(self.key("means"), host, repr(update.mean))
+
+    def shared_policy_state(self) -> tuple[dict[str, float], dict[str, list[int]]]:
+        """Every host's posterior mean, and [high, low] pages per URL shape, over the whole run."""
+        pipe = self.client.pipeline(transaction=False)
+        for name in ("means", "shape_high", "shape_low"):
+            pipe.hgetall(self.key(name))
+        means, high, low = pipe.execute()
+        shapes = {shape: [int(n), 0] for shape, n in high.items()}
+        for shape, n in low.items():
+            shapes.setdefault(shape, [0, 0])[1] = int(n)
+        return {host: float(mean) for host, mean in means.items()}, shapes
+
+    def save_politeness(self, host: str, part: str, state: dict[str, Any]) -> None:
+        self.client.hset(self.key("politeness"), f"{host}|{part}", json.dumps(state, separators=(",", ":")))
+
+    def politeness(self, hosts: list[str]) -> list[tuple[str, str, dict[str, Any]]]:
+        """What other workers learnt of these hosts (robots.txt, Crawl-delay, backoff)."""
+        fields = [f"{host}|{part}" for host in hosts for part in ("robots", "timing")]
+        rows = []
+        values = self.client.hmget(self.key("politeness"), fields) if fields else []
+        for field, raw in zip(fields, values, strict=True):
+            if raw is None:
+                continue
+            try:
+                state = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(state, dict):
+                host, part = field.rsplit("|", 1)
+                rows.append((host, part, state))
+        return rows
+
+    def count(self, key: str, n: int = 1) -> None:
+        self.client.hincrby(self.key("counters"), key, n)
+
+    def counters(self) -> dict[str, int]:
+        return {k: int(v) for k, v in self._strings(self.client.hgetall(self.key("counters"))).items()}
+
+    def pending(self) -> bool:
+        """Work anywhere in the run: queued hosts (ready or waiting) or leases some worker holds."""
+        if self.draining():
+            return bool(self.client.zcard(self.key("leases")))
+        budget = self.budget()
+        spent = int(self.client.hget(self.key("counters"), "spent") or 0)
+        if budget and spent >= budget:  # only what dead workers held is still to be fetched
+            return bool(self.client.zcard(self.key("leases")) or self.client.hlen(self.key("urgent")))
+        pipe = self.client.pipeline(transaction=False)
+        for name in ("eligible", "eligible_new", "waiting", "leases"):
+            pipe.zcard(self.key(name))
+        pipe.hlen(self.key("busy"))
+        return any(pipe.execute())
+
+    # -- workers ------------------------------------------------------------------------------------
+
+    def heartbeat(self, worker: str, info: dict[str, Any]) -> None:
+        info = {**info, "seen": time.time()}
+        self.client.hset(self.key("workers"), worker, json.dumps(info, separators=(",", ":")))
+
+    def workers(self) -> dict[str, dict[str, Any]]:
+        out = {}
+        for worker, raw in self._strings(self.client.hgetall(self.key("workers"))).items():
+            try:
+                out[worker] = json.loads(raw)
+            except ValueError:
+                continue
+        return out
+
+    def worker_meta(self, worker: str) -> dict[str, str]:
+        return self._strings(self.client.hgetall(self.key(f"wmeta:{worker}")))
+
+    def queued(self) -> int:
+        """URLs queued over all hosts (a SCAN: for status, not for the crawl's hot path)."""
+        total = 0
+        pipe = self.client.pipeline(transaction=False)
+        keys = list(self.client.scan_iter(match=self.key("q:*"), count=1000))
+        for key in keys:
+            pipe.llen(key)
+        for n in pipe.execute() if keys else []:
+            total += int(n)
+        return total

@@ -1,0 +1,269 @@
+"""The worker's one thread that talks to Redis, so no round trip ever blocks Scrapy's reactor.
+
+The reactor puts operations in an outbox and takes claimed leases from an inbox; this thread sends the
+outbox in one pipeline per turn, tops the inbox up, renews the worker's leases, returns dead workers'
+expired leases to their queues and refreshes whether the run still has work. A lost connection pauses
+it: nothing in the outbox is dropped, it retries with backoff (0.5 s doubling to 8 s) and goes on where it
+stopped. Every operation it resends is idempotent (a lease's end and commit are keyed by lease id; a URL
+queued twice is refused as a duplicate), and a claim whose answer was lost expires and is requeued.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from scheduler.redis_frontier import Claimed, NewUrl, Pick, RedisFrontier
+
+logger = logging.getLogger(__name__)
+
+BACKOFF_FIRST_S = 0.5
+BACKOFF_MAX_S = 8.0
+TURN_S = 0.05  # the longest an outbox operation waits before it is sent
+CLAIM_IDLE_S = 0.25  # after a claim that found nothing ready, the next one waits this long
+STATUS_EVERY_S = 1.0  # reclaim expired leases, heartbeat, refresh `pending`
+# Every worker's policy takes the whole run's host means (the aspiration level's input) and URL-shape
+# counts from Redis this often; between merges it adds what it learns itself.
+SHARED_EVERY_S = 10.0
+
+
+@dataclass(slots=True, frozen=True)
+class SharedUpdate:
+    """What one scored page adds to the run-wide policy state."""
+
+    shape: str
+    high: bool
+    mean: float | None  # the host's posterior mean, once the policy counts it for the aspiration
+
+
+@dataclass(slots=True)
+class Op:
+    """One outbox entry: a RedisFrontier method name and its arguments."""
+
+    method: str
+    args: tuple[Any, ...]
+    host: str = ""  # for "politeness": rows of this host are wanted with the claim
+
+
+@dataclass
+class LinkState:
+    """What the reactor reads without a round trip (written by the thread; plain values, GIL-atomic)."""
+
+    paused: bool = False
+    pending: bool = True  # the run has work somewhere (queued, waiting or leased)
+    draining: bool = False
+    reconnects: int = 0
+    counts: Counter[str] = field(default_factory=Counter)
+
+
+class RedisLink:
+    def __init__(
+        self,
+        frontier: RedisFrontier,
+        worker: str,
+        budget: int,
+        want: Callable[[], int],
+        on_claimed: Callable[[list[Claimed], list[tuple[str, str, dict[str, Any]]]], None],
+        info: Callable[[], dict[str, Any]],
+        observe: Callable[..., tuple[str, tuple[float, bool], Any, SharedUpdate]],
+        on_shared: Callable[[dict[str, float], dict[str, list[int]]], None],
+        pick: Pick,
+    ) -> None:
+        self.frontier = frontier
+        self.worker = worker
+        self.budget = budget
+        self.want = want  # how many more leases the reactor can use now
+        self.on_claimed = on_claimed  # called from this thread; the callee hands over to the reactor
+        self.info = info  # the worker's heartbeat fields
+        # (record JSON or None, host, phase, url, score, sitemap) -> (new record JSON, rank, ScoreOutcome)
+        self.observe = observe
+        self.on_shared = on_shared  # the run's host means and shape counts, handed to the policy
+        self.pick = pick  # which of a leased host's queued URLs to fetch (the policy's choice)
+        self.observations: deque[tuple[Any, ...]] = deque()
+        self.state = LinkState()
+        self.outbox: deque[Op] = deque()
+        self.held: set[str] = set()  # lease ids this worker holds (renewed until done)
+        self.wake = threading.Event()
+        self.stopping = False
+        self.thread = threading.Thread(target=self._run, name="hostcrawl-redis", daemon=True)
+        self._next_claim = 0.0
+        self._next_status = 0.0
+        self._next_shared = time.monotonic() + SHARED_EVERY_S
+        self._next_renew = 0.0
+        self._no_reclaim_until = 0.0
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def send(self, method: str, *args: Any) -> None:
+        if method == "observe":
+            self.observations.append(args)
+        else:
+            self.outbox.append(Op(method, args))
+        if method in ("fetch_ended", "enqueue", "done"):
+            self._next_claim = 0.0  # a host may have become free
+        self.wake.set()
+
+    def stop(self, timeout: float) -> bool:
+        """Sends what is left in the outbox (while Redis answers, up to `timeout`); True if all went."""
+        deadline = time.monotonic() + timeout
+        while self.unsent() and time.monotonic() < deadline and self.thread.is_alive():
+            self.wake.set()
+            time.sleep(0.02)
+        self.stopping = True
+        self.wake.set()
+        self.thread.join(max(0.1, deadline - time.monotonic()))
+        return not self.unsent()
+
+    def unsent(self) -> int:
+        return len(self.outbox) + len(self.observations)
+
+    # -- the thread ---------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        backoff = BACKOFF_FIRST_S
+        while not self.stopping:
+            try:
+                self._turn()
+                if self.state.paused:
+                    logger.warning("redis: connection back; worker %s resumes", self.worker)
+                    self.state.paused = False
+                    # every worker was cut off: give the others time to renew before expiring anyone's
+                    self._no_reclaim_until = time.monotonic() + self.frontier.lease_ms / 1000
+                backoff = BACKOFF_FIRST_S
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                if not self.state.paused:
+                    logger.warning("redis: connection lost (%s); worker %s pauses", exc, self.worker)
+                self.state.paused = True
+                self.state.reconnects += 1
+                self._no_reclaim_until = float("inf")
+                self.wake.wait(backoff)
+                self.wake.clear()
+                backoff = min(BACKOFF_MAX_S, backoff * 2)
+                continue
+            except Exception:  # a bug must not silently stop the worker's only link
+                logger.exception("redis link: unexpected error; retrying")
+                self.wake.wait(BACKOFF_MAX_S)
+                continue
+            self.wake.wait(TURN_S)
+            self.wake.clear()
+
+    def _turn(self) -> None:
+        self._flush()
+        now = time.monotonic()
+        if now >= self._next_renew and self.held:
+            self.frontier.renew(sorted(self.held))
+            self._next_renew = now + self.frontier.lease_ms / 4000
+        if now >= self._next_status:
+            self._status()
+            self._next_status = now + STATUS_EVERY_S
+        if now >= self._next_shared:
+            self.on_shared(*self.frontier.shared_policy_state())
+            self._next_shared = now + SHARED_EVERY_S
+        want = self.want()
+        if want > 0 and now >= self._next_claim and not self.state.draining:
+            self._claim(want)
+
+    def _flush(self) -> None:
+        """The outbox in one pipeline, kept whole until it went through; then the scored pages."""
+        self._send_ops()
+        while self.observations:
+            self._observe(*self.observations[0])
+            self.observations.popleft()
+
+    def _observe(self, host: str, *page: Any) -> None:
+        """A scored page updates the host's shared record (optimistic: retried if another worker
+        wrote it meanwhile) and its rank; a host the policy gives up on is dropped for every worker."""
+        f = self.frontier
+        key = f.key(f"host:{host}")
+        with f.client.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(key)
+                    record, rank, outcome, shared = self.observe(pipe.get(key), host, *page)
+                    pipe.multi()
+                    pipe.set(key, record)
+                    f.add_shared_policy_state(pipe, host, shared)
+                    if outcome.drop_reason:
+                        args = [host, outcome.drop_reason]
+                        f.scripts["DROP"](keys=[f.prefix], args=args, client=pipe)
+                    else:
+                        score, judged = rank
+                        args = [host, repr(score), "1" if judged else "0"]
+                        f.scripts["PRIORITISE"](keys=[f.prefix], args=args, client=pipe)
+                    if outcome.sampled:
+                        pipe.hincrby(f.key("counters"), "host/sampled", 1)
+                    pipe.execute()
+                    return
+                except redis.WatchError:
+                    self.state.counts["frontier/host_record_retries"] += 1
+
+    def _send_ops(self) -> None:
+        ops = list(self.outbox)
+        if not ops:
+            return
+        pipe = self.frontier.client.pipeline(transaction=False)
+        for op in ops:
+            self._queue(pipe, op)
+        results = pipe.execute()
+        for _ in ops:
+            self.outbox.popleft()
+        for op, result in zip(ops, results, strict=True):
+            if op.method == "enqueue":
+                self.state.counts.update(f"frontier/dropped/{r}" for r in result if r)
+                self.state.counts["frontier/enqueued"] += sum(1 for r in result if not r)
+            elif op.method == "done":
+                self.held.discard(op.args[0])
+                if not result:
+                    self.state.counts["frontier/lease_lost_before_commit"] += 1
+
+    def _queue(self, pipe: Any, op: Op) -> None:
+        """Adds one operation to the pipeline (scripts run on the pipeline's connection)."""
+        f = self.frontier
+        scripts = f.scripts
+        if op.method == "enqueue":
+            urls: list[NewUrl] = op.args[0]
+            args = f.enqueue_args(urls)
+            scripts["ENQUEUE"](keys=[f.prefix], args=args, client=pipe)
+        elif op.method == "fetch_ended":
+            lease_id, delay, fetched, hold = op.args
+            args = [lease_id, max(0, int(delay * 1000)), "1" if fetched else "0", "1" if hold else "0"]
+            scripts["FETCH_ENDED"](keys=[f.prefix], args=args, client=pipe)
+        elif op.method == "done":
+            lease_id, checkpoint = op.args
+            pairs = [x for item in (checkpoint or {}).items() for x in item]
+            scripts["DONE"](keys=[f.prefix], args=[lease_id, self.worker, *pairs], client=pipe)
+        elif op.method in ("block", "drop"):
+            scripts[op.method.upper()](keys=[f.prefix], args=list(op.args), client=pipe)
+        elif op.method == "save_politeness":
+            host, part, state = op.args
+            pipe.hset(f.key("politeness"), f"{host}|{part}", state)
+        elif op.method == "count":
+            key, n = op.args
+            pipe.hincrby(f.key("counters"), key, n)
+        else:
+            raise ValueError(f"unknown redis op {op.method}")
+
+    def _claim(self, want: int) -> None:
+        claimed = self.frontier.claim(want, self.worker, self.budget, self.pick)
+        if not claimed:
+            self._next_claim = time.monotonic() + CLAIM_IDLE_S
+            return
+        self.held.update(c.lease_id for c in claimed)
+        # the latest any worker learnt of these hosts (robots.txt may have been read since we last had one)
+        rows = self.frontier.politeness(sorted({c.host for c in claimed}))
+        self.on_claimed(claimed, rows)
+
+    def _status(self) -> None:
+        if time.monotonic() >= self._no_reclaim_until:
+            self.frontier.reclaim()
+        self.state.draining = self.frontier.draining()
+        self.state.pending = self.frontier.pending()
+        self.frontier.heartbeat(self.worker, {**self.info(), "leases": len(self.held)})

@@ -1,0 +1,315 @@
+"""The Redis frontier's Lua: every change to a host's queue, politeness clock or leases is one atomic script.
+
+Keys live under one prefix per run (KEYS[1], `hostcrawl:RUN:`); a host's queue is `PREFIX q:HOST`. Times are
+the Redis server's clock (TIME, milliseconds), so workers on machines with skewed clocks still agree on
+when a host may be fetched again. A host is in exactly one of: `eligible` or `eligible_new` (idle, ready,
+URLs queued; score = policy priority; `_new`: hosts the policy has not judged yet, which compete with the
+judged ones at their score plus the run's aspiration boost, meta `boost`), `waiting` (idle, URLs queued,
+politeness delay not over; score = ready time), `busy` (a request of it is in flight somewhere), or none
+(nothing queued). `ready` remembers each host's politeness clock even while its queue is empty, so a URL
+found later cannot skip the delay.
+"""
+
+from __future__ import annotations
+
+_NOW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+"""
+
+# Put an idle host with queued URLs where it belongs: waiting for its delay, or eligible now.
+_PARK = """
+local function eligible(P, h)
+  if redis.call('SISMEMBER', P..'known', h) == 1 then return P..'eligible' end
+  return P..'eligible_new'
+end
+local function park(P, h, now, default_prio)
+  if redis.call('HEXISTS', P..'busy', h) == 1 or redis.call('LLEN', P..'q:'..h) == 0 then return end
+  if redis.call('SISMEMBER', P..'blocked', h) == 1 then return end
+  local ready = tonumber(redis.call('HGET', P..'ready', h) or '0')
+  if ready > now then
+    redis.call('ZREM', eligible(P, h), h)
+    redis.call('ZADD', P..'waiting', ready, h)
+  else
+    redis.call('ZREM', P..'waiting', h)
+    local prio = redis.call('HGET', P..'prio', h) or default_prio
+    redis.call('ZADD', eligible(P, h), prio, h)
+  end
+end
+"""
+
+# ARGV: queue cap, then per URL 6 values: host, dedup bucket, dedup member, payload, flags (1 front,
+# 2 force: no dedup), priority for a host with none yet. Returns per URL '' (queued) or the reason.
+ENQUEUE = (
+    _NOW
+    + _PARK
+    + """
+local P = KEYS[1]
+local cap = tonumber(ARGV[1])
+local out = {}
+local queued = 0
+local i = 2
+while i <= #ARGV do
+  local h, bucket, member, payload = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local flags, prio = tonumber(ARGV[i + 4]), ARGV[i + 5]
+  local force = flags >= 2
+  local reason = ''
+  if redis.call('SISMEMBER', P..'blocked', h) == 1 then
+    reason = 'host_blocked'
+  elseif not force and redis.call('SISMEMBER', P..'dropped', h) == 1 then
+    reason = 'host_dropped'
+  elseif not force and redis.call('SISMEMBER', P..'seen:'..bucket, member) == 1 then
+    reason = 'duplicate'
+  elseif redis.call('LLEN', P..'q:'..h) >= cap then
+    reason = 'host_queue_full'
+  else
+    if not force then redis.call('SADD', P..'seen:'..bucket, member) end
+    if flags % 2 == 1 then
+      redis.call('LPUSH', P..'q:'..h, payload)
+    else
+      redis.call('RPUSH', P..'q:'..h, payload)
+    end
+    redis.call('HSETNX', P..'prio', h, prio)
+    park(P, h, now, prio)
+    queued = queued + 1
+  end
+  if reason ~= '' then redis.call('HINCRBY', P..'counters', 'dropped/'..reason, 1) end
+  out[#out + 1] = reason
+  i = i + 6
+end
+redis.call('HINCRBY', P..'counters', 'enqueued', queued)
+return out
+"""
+)
+
+# ARGV: how many, lease ms, worker id, budget (0 = none), window. Leases hosts (not yet URLs): per lease
+# id, host, the host's shared record (JSON or ''), '1' if what leads its queue is a dead worker's (fetched
+# first), and the first `window` payloads of its queue; the worker picks one with PICK.
+CLAIM = (
+    _NOW
+    + _PARK
+    + """
+local P = KEYS[1]
+local n, lease_ms, worker = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local budget, window = tonumber(ARGV[4]), tonumber(ARGV[5])
+if redis.call('HGET', P..'meta', 'state') == 'draining' then return {} end
+local due = redis.call('ZRANGEBYSCORE', P..'waiting', '-inf', now, 'LIMIT', 0, 1000)
+for _, h in ipairs(due) do
+  redis.call('ZREM', P..'waiting', h)
+  redis.call('ZADD', eligible(P, h), redis.call('HGET', P..'prio', h) or 0, h)
+end
+local boost = tonumber(redis.call('HGET', P..'meta', 'boost') or '0')
+local function best()  -- the better of the best judged host and the best new one (boosted)
+  local known = redis.call('ZREVRANGE', P..'eligible', 0, 0, 'WITHSCORES')
+  local new = redis.call('ZREVRANGE', P..'eligible_new', 0, 0, 'WITHSCORES')
+  if #known == 0 and #new == 0 then return nil end
+  if #new == 0 or (#known > 0 and tonumber(known[2]) >= tonumber(new[2]) + boost) then
+    redis.call('ZREM', P..'eligible', known[1])
+    return known[1]
+  end
+  redis.call('ZREM', P..'eligible_new', new[1])
+  return new[1]
+end
+local out = {}
+local function take(h, urgent)
+  local queued = redis.call('LRANGE', P..'q:'..h, 0, window - 1)
+  if #queued == 0 then return end
+  local id = tostring(redis.call('INCR', P..'lease_seq'))
+  redis.call('ZADD', P..'leases', now + lease_ms, id)
+  local lease = {h = h, w = worker}
+  if urgent then
+    lease.u = 1  -- paid for by the lease that expired
+  else
+    redis.call('HINCRBY', P..'counters', 'spent', 1)
+  end
+  redis.call('HSET', P..'lease', id, cjson.encode(lease))
+  redis.call('HSET', P..'busy', h, id)
+  redis.call('HINCRBY', P..'counters', 'handed_out', 1)
+  out[#out + 1] = {id, h, redis.call('GET', P..'host:'..h) or '', urgent and '1' or '0', queued}
+end
+-- first what dead workers held (fetched again before anything new, whatever the budget)
+for _, h in ipairs(redis.call('HKEYS', P..'urgent')) do
+  if #out >= n then break end
+  if redis.call('ZREM', eligible(P, h), h) == 1 then take(h, true) end
+end
+while #out < n do
+  if budget > 0 and tonumber(redis.call('HGET', P..'counters', 'spent') or '0') >= budget then break end
+  local h = best()
+  if not h then break end
+  take(h, redis.call('HEXISTS', P..'urgent', h) == 1)
+end
+return out
+"""
+)
+
+# The worker's choice among the leased host's queued URLs: it leaves the queue and is the lease's URL.
+# ARGV: lease id, payload. Returns 0 if the lease expired or the URL is gone (its host was blocked).
+PICK = """
+local P = KEYS[1]
+local id, payload = ARGV[1], ARGV[2]
+local raw = redis.call('HGET', P..'lease', id)
+if not raw then return 0 end
+local lease = cjson.decode(raw)
+if redis.call('LREM', P..'q:'..lease.h, 1, payload) == 0 then return 0 end
+if lease.u and redis.call('HINCRBY', P..'urgent', lease.h, -1) <= 0 then
+  redis.call('HDEL', P..'urgent', lease.h)
+end
+lease.p = payload
+redis.call('HSET', P..'lease', id, cjson.encode(lease))
+return 1
+"""
+
+# The downloader is done with a lease: its host may be fetched again after `delay ms`, by any worker.
+# ARGV: lease id, delay ms, fetched (1: reached the network, 0: never did, its budget is returned), hold
+# (1: the policy wants the page's score before fetching more of the host: it stays busy until DONE).
+FETCH_ENDED = (
+    _NOW
+    + _PARK
+    + """
+local P = KEYS[1]
+local id, delay, fetched, hold = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', ARGV[4] == '1'
+local raw = redis.call('HGET', P..'lease', id)
+if not raw then return 0 end
+local lease = cjson.decode(raw)
+if lease.e then return 1 end
+lease.e = 1
+redis.call('HSET', P..'lease', id, cjson.encode(lease))
+local h = lease.h
+local ready = math.max(tonumber(redis.call('HGET', P..'ready', h) or '0'), now + delay)
+redis.call('HSET', P..'ready', h, ready)
+if fetched then
+  redis.call('HINCRBY', P..'counters', 'fetched', 1)
+elseif not lease.u then
+  redis.call('HINCRBY', P..'counters', 'spent', -1)
+end
+if not hold and redis.call('HGET', P..'busy', h) == id then
+  redis.call('HDEL', P..'busy', h)
+  park(P, h, now, 0)
+end
+return 1
+"""
+)
+
+# The page is recorded by its worker (or was a retry/redirect replaced by a new request): the lease ends.
+# ARGV: lease id, worker, then pairs of (meta key, value) committed with it. Returns 0 if it had expired.
+DONE = (
+    _NOW
+    + _PARK
+    + """
+local P = KEYS[1]
+local id, worker = ARGV[1], ARGV[2]
+local i = 3
+while i <= #ARGV do
+  redis.call('HSET', P..'wmeta:'..worker, ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+redis.call('ZREM', P..'leases', id)
+local raw = redis.call('HGET', P..'lease', id)
+if not raw then return 0 end
+local h = cjson.decode(raw).h
+if redis.call('HGET', P..'busy', h) == id then  -- held for its score (FETCH_ENDED's hold)
+  redis.call('HDEL', P..'busy', h)
+  park(P, h, now, 0)
+end
+return redis.call('HDEL', P..'lease', id)
+"""
+)
+
+# Leases whose worker stopped renewing them go back to the front of their host's queue (counted).
+RECLAIM = (
+    _NOW
+    + _PARK
+    + """
+local P = KEYS[1]
+local expired = redis.call('ZRANGEBYSCORE', P..'leases', '-inf', now, 'LIMIT', 0, 1000)
+for _, id in ipairs(expired) do
+  local raw = redis.call('HGET', P..'lease', id)
+  redis.call('ZREM', P..'leases', id)
+  redis.call('HDEL', P..'lease', id)
+  if raw then
+    local lease = cjson.decode(raw)
+    local h = lease.h
+    redis.call('HINCRBY', P..'counters', 'lease_expired', 1)
+    if lease.e then redis.call('HINCRBY', P..'counters', 'lease_expired_after_fetch', 1) end
+    if lease.p and redis.call('SISMEMBER', P..'blocked', h) == 0 then
+      redis.call('LPUSH', P..'q:'..h, lease.p)  -- first in its host's line, and paid for: see CLAIM
+      redis.call('HINCRBY', P..'urgent', h, 1)
+    elseif not lease.u then
+      redis.call('HINCRBY', P..'counters', 'spent', -1)
+    end
+    if redis.call('HGET', P..'busy', h) == id then redis.call('HDEL', P..'busy', h) end
+    park(P, h, now, 0)
+  end
+end
+return #expired
+"""
+)
+
+# A live worker keeps its leases: ARGV lease ms, then lease ids. Returns how many were still held.
+RENEW = (
+    _NOW
+    + """
+local P = KEYS[1]
+local held = 0
+for i = 2, #ARGV do
+  held = held + redis.call('ZADD', P..'leases', 'XX', 'CH', now + tonumber(ARGV[1]), ARGV[i])
+end
+return held
+"""
+)
+
+# No more requests to a host: its queue is dropped (counted). ARGV: host, reason.
+BLOCK = """
+local P = KEYS[1]
+local h, reason = ARGV[1], ARGV[2]
+if redis.call('SADD', P..'blocked', h) == 0 then return 0 end
+local n = redis.call('LLEN', P..'q:'..h)
+redis.call('DEL', P..'q:'..h)
+redis.call('ZREM', P..'eligible', h)
+redis.call('ZREM', P..'eligible_new', h)
+redis.call('ZREM', P..'waiting', h)
+redis.call('HDEL', P..'urgent', h)
+redis.call('HINCRBY', P..'counters', 'dropped/host_blocked', n)
+redis.call('HINCRBY', P..'counters', 'host/blocked/'..reason, 1)
+return n
+"""
+
+# The policy gave up on a host: its queued URLs are dropped (counted) and no new ones are queued; a lease
+# that expires later still returns (what a dead worker fetched and never recorded is fetched again).
+# ARGV: host, reason.
+DROP = """
+local P = KEYS[1]
+local h, reason = ARGV[1], ARGV[2]
+if redis.call('SADD', P..'dropped', h) == 0 then return 0 end
+local keep = tonumber(redis.call('HGET', P..'urgent', h) or '0')  -- a dead worker's, at the front
+local n = redis.call('LLEN', P..'q:'..h) - keep
+if keep > 0 then
+  redis.call('LTRIM', P..'q:'..h, 0, keep - 1)
+else
+  redis.call('DEL', P..'q:'..h)
+  redis.call('ZREM', P..'eligible', h)
+  redis.call('ZREM', P..'eligible_new', h)
+  redis.call('ZREM', P..'waiting', h)
+end
+redis.call('HINCRBY', P..'counters', 'dropped/host_dropped', n)
+redis.call('HINCRBY', P..'counters', 'host/dropped/'..reason, 1)
+return n
+"""
+
+# A worker's new estimate of a host's worth: re-ranks it if it is eligible now. ARGV: host, priority,
+# '1' if the policy has judged the host (else it competes with the new ones, see CLAIM's boost).
+PRIORITISE = """
+local P = KEYS[1]
+local h, prio = ARGV[1], ARGV[2]
+redis.call('HSET', P..'prio', h, prio)
+local was = redis.call('ZREM', P..'eligible', h) + redis.call('ZREM', P..'eligible_new', h)
+if ARGV[3] == '1' then redis.call('SADD', P..'known', h) else redis.call('SREM', P..'known', h) end
+if was > 0 then
+  if ARGV[3] == '1' then
+    redis.call('ZADD', P..'eligible', prio, h)
+  else
+    redis.call('ZADD', P..'eligible_new', prio, h)
+  end
+end
+return 1
+"""

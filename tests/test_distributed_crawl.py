@@ -1,0 +1,276 @@
+"""Many workers, one Redis: real worker processes crawl the test web together, checked from the server's
+side (politeness across workers, each URL once) and on disk (one merged run directory, nothing lost)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from hostcrawl_cli import HOSTCRAWL, hostcrawl
+from redis_server import (
+    RedisServer,
+    free_port,
+    redis_server_fixture,  # noqa: F401  (registers the fixture)
+)
+
+from crawler.audit import audit_test_web
+from crawler.tdmrep import TDMREP_PATH
+from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
+from scheduler.redis_frontier import KEY_PREFIX
+
+pytestmark = pytest.mark.slow
+
+MIN_DELAY = 0.2
+USER_AGENT = "hostcrawl-test/1.0"
+WORKER_TIMEOUT_S = 240
+PICKLE_MARKER = "hostcrawl-pickle-ran"
+
+
+@dataclass
+class Workers:
+    run_dir: Path
+    web_dir: Path
+    web_config: TestWebConfig
+    procs: list[subprocess.Popen[str]]
+    logs: list[Path]
+    codes: list[int] = field(default_factory=list)
+
+    def wait(self) -> list[int]:
+        deadline = time.monotonic() + WORKER_TIMEOUT_S
+        codes = []
+        for proc in self.procs:
+            try:
+                codes.append(proc.wait(timeout=max(1.0, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                codes.append(proc.wait())
+        self.codes = codes
+        return codes
+
+    def tail(self) -> str:
+        return "\n".join(log.read_text(errors="replace")[-1500:] for log in self.logs)
+
+    def served_pages(self) -> pl.DataFrame:
+        """What the test web answered with 200, page requests only (not robots.txt, tdmrep.json)."""
+        log, _ = audit_test_web(self.web_dir, SiteModel(self.web_config), MIN_DELAY, USER_AGENT, USER_AGENT)
+        pages = ~pl.col("path").is_in(["/robots.txt", TDMREP_PATH])
+        return log.filter(pages & (pl.col("status") == 200))
+
+    def merged_urls(self) -> list[str]:
+        return pl.read_parquet(self.run_dir / "pages.parquet")["url"].to_list()
+
+    def stats(self) -> dict[str, object]:
+        return json.loads((self.run_dir / "stats.json").read_text())
+
+
+def start_workers(
+    base: Path, web: TestWebProcess, server: RedisServer, run: str, n: int, budget: int, lease_s: float
+) -> Workers:
+    seeds = base / "seeds.txt"
+    seeds.write_text("\n".join(web.seed_urls) + "\n")
+    run_dir = base / "run"
+    procs, logs = [], []
+    for i in range(n):
+        log = base / f"worker{i}.log"
+        args = [
+            *HOSTCRAWL, "crawl",
+            "--seeds", str(seeds),
+            "--out", str(run_dir),
+            "--frontier", server.url,
+            "--run", run,
+            "--worker-id", f"w{i}",
+            "--lease-seconds", str(lease_s),
+            "--proxy", web.proxy_url,
+            "--allow-private",
+            "--min-delay", str(MIN_DELAY),
+            "--max-pages", str(budget),
+            "--timeout", "3",
+            "--user-agent", USER_AGENT,
+            "--workers", "1",
+            "--no-progress",
+        ]  # fmt: skip
+        procs.append(subprocess.Popen(args, stdout=log.open("w"), stderr=subprocess.STDOUT, text=True))
+        logs.append(log)
+    return Workers(run_dir, web.out_dir, web.cfg, procs, logs)
+
+
+def rows_written(worker_dir: Path) -> int:
+    spool = worker_dir / "pages.jsonl"
+    return spool.read_bytes().count(b"\n") if spool.exists() else 0
+
+
+def wait_for_rows(worker_dir: Path, rows: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while rows_written(worker_dir) < rows:
+        assert time.monotonic() < deadline, f"{worker_dir} wrote fewer than {rows} rows in {timeout}s"
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer) -> Iterator[Workers]:
+    base = tmp_path_factory.mktemp("three")
+    web_config = TestWebConfig(n_hosts=40, seed=11)
+    with TestWebProcess(web_config, base / "web") as web:
+        # A payload in the run's Redis that is not ours (a pickle that would create a file if loaded).
+        client = redis_server.client()
+        host = web.seed_urls[0].split("/")[2]
+        marker = base / PICKLE_MARKER
+        evil = f"cos\nsystem\n(S'touch {marker}'\ntR."
+        client.rpush(f"{KEY_PREFIX}three:q:{host}", evil)
+        client.zadd(f"{KEY_PREFIX}three:eligible", {host: 10.0})
+        workers = start_workers(base, web, redis_server, "three", 3, budget=300, lease_s=20)
+        workers.wait()
+    yield workers
+
+
+def test_three_workers_finish_and_share_the_work(three: Workers) -> None:
+    assert three.codes == [0, 0, 0], three.tail()
+    folders = [three.run_dir / "workers" / f"w{i}" for i in range(3)]
+    fetched = pl.col("status").is_not_null()  # rows of pages refused before the network are not fetches
+    per_worker = [pl.read_parquet(folder / "pages.parquet").filter(fetched).height for folder in folders]
+    assert min(per_worker) > 0, per_worker
+    stats = three.stats()
+    assert stats["frontier/workers"] == 3
+    # the budget is the run's, not each worker's (retried fetches spend it too, and leave one row)
+    assert 240 <= sum(per_worker) <= 300, per_worker
+
+
+def test_politeness_holds_across_workers(three: Workers) -> None:
+    _, audit = audit_test_web(three.web_dir, SiteModel(three.web_config), MIN_DELAY, USER_AGENT, USER_AGENT)
+    assert audit.requests > 250
+    assert audit.clean, audit.as_dict()
+
+
+def test_every_url_is_fetched_once_by_the_whole_run(three: Workers) -> None:
+    served = three.served_pages()
+    again = served.group_by("host", "path").len()["len"] - 1
+    stats = three.stats()
+    # a page is fetched again only when Scrapy retried it or a lease expired (both counted)
+    explained = int(stats.get("retry/count", 0)) + int(stats.get("frontier/run/lease_expired", 0))  # type: ignore[call-overload]
+    assert again.sum() <= explained, served.group_by("host", "path").len().filter(pl.col("len") > 1)
+    urls = three.merged_urls()
+    assert len(urls) == len(set(urls)), "a page is in the merged pages.parquet twice"
+
+
+def test_robots_txt_is_read_once_per_host_and_shared(three: Workers) -> None:
+    log, _ = audit_test_web(three.web_dir, SiteModel(three.web_config), MIN_DELAY, USER_AGENT, USER_AGENT)
+    robots = log.filter((pl.col("path") == "/robots.txt") & (pl.col("status") == 200))
+    assert robots.group_by("host").len()["len"].max() == 1
+
+
+def test_an_invalid_payload_is_counted_and_skipped_never_run(three: Workers) -> None:
+    assert not (three.run_dir.parent / PICKLE_MARKER).exists()
+    assert three.stats()["frontier/run/invalid_payload"] == 1
+
+
+def test_kill_9_of_a_worker_loses_nothing(tmp_path: Path, redis_server: RedisServer) -> None:
+    with TestWebProcess(TestWebConfig(n_hosts=30, seed=5), tmp_path / "web") as web:
+        workers = start_workers(tmp_path, web, redis_server, "kill", 3, budget=240, lease_s=6)
+        wait_for_rows(workers.run_dir / "workers" / "w0", 5)
+        assert workers.procs[0].poll() is None, "the worker to kill had finished already"
+        os.kill(workers.procs[0].pid, signal.SIGKILL)
+        codes = workers.wait()
+    assert codes[1:] == [0, 0], workers.tail()
+    stats = workers.stats()
+    assert stats["frontier/run/lease_expired"] >= 1  # what it held went back to the queue
+    merged = set(workers.merged_urls())
+    served = workers.served_pages()
+    lost = set(("http://" + served["host"] + served["path"]).to_list()) - merged
+    assert not lost, sorted(lost)[:10]
+    assert len(workers.merged_urls()) == len(merged)
+
+
+def test_redis_stopped_for_ten_seconds_pauses_the_workers(tmp_path: Path, redis_server: RedisServer) -> None:
+    with TestWebProcess(TestWebConfig(n_hosts=30, seed=7), tmp_path / "web") as web:
+        workers = start_workers(tmp_path, web, redis_server, "outage", 2, budget=160, lease_s=20)
+        wait_for_rows(workers.run_dir / "workers" / "w0", 10)
+        redis_server.stop()
+        time.sleep(10)
+        redis_server.start()  # the same port and AOF file: the frontier is as it was
+        codes = workers.wait()
+    assert codes == [0, 0], workers.tail()
+    stats = workers.stats()
+    assert stats["frontier/redis_reconnects"] >= 1
+    merged = workers.merged_urls()
+    assert len(merged) == len(set(merged))
+    served = workers.served_pages()
+    lost = set(("http://" + served["host"] + served["path"]).to_list()) - set(merged)
+    assert not lost, sorted(lost)[:10]
+    assert stats["frontier/run/spent"] == 160  # and the run went on to spend its whole budget
+
+
+def test_frontier_status_reports_the_finished_run(three: Workers, redis_server: RedisServer) -> None:
+    args = ["frontier", "status", "--frontier", redis_server.url, "--run", "three"]
+    snap = json.loads(hostcrawl(*args, "--json").stdout)
+    assert snap["pages"]["fetched"] == three.stats()["frontier/run/fetched"]
+    assert {name: w["state"] for name, w in snap["workers"].items()} == {
+        f"w{i}": "finished" for i in range(3)
+    }
+    assert snap["frontier"]["leases"] == 0 and snap["state"] == "finished"
+    text = hostcrawl(*args).stdout
+    assert "w1: finished" in text and f"pages fetched {snap['pages']['fetched']}/300" in text
+
+
+def test_bad_frontier_flags_fail_with_one_line_and_exit_2(redis_server: RedisServer, tmp_path: Path) -> None:
+    unknown = hostcrawl("frontier", "status", "--frontier", redis_server.url, "--run", "nosuch")
+    assert unknown.returncode == 2 and unknown.stderr.strip().count("\n") == 0, unknown.stderr
+    assert "no such run" in unknown.stderr
+    bad_url = hostcrawl(
+        "crawl", "http://a.example/", "--frontier", "http://x", "--run", "r", "--out", str(tmp_path / "r")
+    )
+    assert bad_url.returncode == 2 and "not a Redis URL" in bad_url.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_drain_stops_a_run_cleanly_and_the_run_page_shows_it(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with TestWebProcess(TestWebConfig(n_hosts=30, seed=9), tmp_path / "web") as web:
+        workers = start_workers(tmp_path, web, redis_server, "drain", 2, budget=5000, lease_s=20)
+        wait_for_rows(workers.run_dir / "workers" / "w0", 10)
+        port = free_port()
+        args = ["frontier", "status", "--frontier", redis_server.url, "--run", "drain", "--serve", str(port)]
+        page = subprocess.Popen(
+            [*HOSTCRAWL, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            snap = poll_json(
+                f"http://127.0.0.1:{port}/api/status", lambda s: s.get("pages", {}).get("fetched")
+            )
+            assert set(snap["workers"]) == {"w0", "w1"} and snap["pages"]["budget"] == 5000
+            metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+            assert "hostcrawl" in metrics
+            drained = hostcrawl("frontier", "drain", "--frontier", redis_server.url, "--run", "drain")
+            assert drained.returncode == 0, drained.stderr
+            codes = workers.wait()
+        finally:
+            page.terminate()
+            _, errors = page.communicate(timeout=30)
+            assert "Traceback" not in errors, errors
+    assert codes == [0, 0], workers.tail()
+    merged = workers.merged_urls()
+    assert 10 <= len(merged) < 5000 and len(merged) == len(set(merged))
+    assert (workers.run_dir / "report.md").exists()
+
+
+def poll_json(url: str, ready: Callable[[dict[str, Any]], Any], timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            snap = json.loads(urllib.request.urlopen(url, timeout=10).read())
+            if ready(snap):
+                return dict(snap)
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, f"{url} did not answer in {timeout}s"
+        time.sleep(0.5)

@@ -1,0 +1,182 @@
+"""The shared frontier against a real redis-server: politeness and leases hold between workers."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import pytest
+from redis_server import (
+    RedisServer,
+    redis_server_fixture,  # noqa: F401  (registers the fixture)
+)
+
+from scheduler.redis_frontier import NewUrl, QueuedRequest, RedisFrontier
+from scheduler.redis_link import SharedUpdate
+
+RUNS = itertools.count()
+
+
+@pytest.fixture
+def frontier(redis_server: RedisServer) -> RedisFrontier:
+    return RedisFrontier(redis_server.client(), f"unit{next(RUNS)}", lease_seconds=30.0)
+
+
+def urls(*pairs: tuple[str, str]) -> list[NewUrl]:
+    return [NewUrl(host, QueuedRequest(f"http://{host}{path}", 0, {})) for host, path in pairs]
+
+
+def test_one_request_per_host_is_in_flight_across_workers(frontier: RedisFrontier) -> None:
+    frontier.enqueue(urls(("a.example", "/1"), ("a.example", "/2"), ("b.example", "/1")))
+    first = frontier.claim(10, "w1", 0)
+    second = frontier.claim(10, "w2", 0)
+    assert sorted(c.host for c in first) == ["a.example", "b.example"]
+    assert second == []  # a.example has a request in flight at w1: w2 gets nothing of it
+
+
+def test_a_host_waits_its_delay_before_any_worker_fetches_it_again(frontier: RedisFrontier) -> None:
+    frontier.enqueue(urls(("a.example", "/1"), ("a.example", "/2")))
+    (lease,) = frontier.claim(1, "w1", 0)
+    frontier.fetch_ended(lease.lease_id, 1.5, fetched=True)
+    assert frontier.claim(1, "w2", 0) == []
+    time.sleep(1.6)
+    (again,) = frontier.claim(1, "w2", 0)
+    assert again.request is not None and again.request.url == "http://a.example/2"
+
+
+def test_a_url_found_after_its_host_ran_dry_still_waits_for_the_delay(frontier: RedisFrontier) -> None:
+    frontier.enqueue(urls(("a.example", "/1")))
+    (lease,) = frontier.claim(1, "w1", 0)
+    frontier.fetch_ended(lease.lease_id, 1.5, fetched=True)
+    frontier.enqueue(urls(("a.example", "/later")))
+    assert frontier.claim(1, "w2", 0) == []
+
+
+def test_each_url_is_queued_once(frontier: RedisFrontier) -> None:
+    reasons = frontier.enqueue(urls(("a.example", "/1"), ("a.example", "/1"), ("a.example", "/2")))
+    assert reasons == [None, "duplicate", None]
+    assert frontier.counters()["dropped/duplicate"] == 1
+
+
+def test_leases_of_a_dead_worker_return_to_the_queue_and_are_counted(redis_server: RedisServer) -> None:
+    short = RedisFrontier(redis_server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
+    short.enqueue(urls(("a.example", "/1"), ("b.example", "/1")))
+    dead = short.claim(10, "dead", 0)
+    live = RedisFrontier(redis_server.client(), short.run, lease_seconds=0.5)
+    time.sleep(0.6)
+    assert short.reclaim() == 2
+    again = live.claim(10, "live", 0)
+    assert sorted(c.request.url for c in again if c.request) == sorted(
+        c.request.url for c in dead if c.request
+    )
+    assert short.counters()["lease_expired"] == 2
+    assert not short.done(dead[0].lease_id, "dead")  # the dead worker's late commit is refused
+
+
+def test_a_live_worker_keeps_its_leases_by_renewing_them(redis_server: RedisServer) -> None:
+    short = RedisFrontier(redis_server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
+    short.enqueue(urls(("a.example", "/1")))
+    (lease,) = short.claim(1, "w1", 0)
+    for _ in range(4):
+        time.sleep(0.25)
+        assert short.renew([lease.lease_id]) == 1
+    assert short.reclaim() == 0
+    assert short.done(lease.lease_id, "w1")
+
+
+def test_a_payload_that_is_not_json_is_returned_as_invalid_not_run(frontier: RedisFrontier) -> None:
+    frontier.enqueue(urls(("a.example", "/1")))
+    frontier.client.lpush(frontier.key("q:a.example"), "\x80\x04\x95cos\nsystem\n(S'touch /tmp/x'\ntR.")
+    (claimed,) = frontier.claim(1, "w1", 0)
+    assert claimed.request is None and claimed.host == "a.example"
+
+
+def test_the_budget_is_shared_by_all_workers(frontier: RedisFrontier) -> None:
+    frontier.enqueue(urls(*[(f"h{i}.example", "/") for i in range(5)]))
+    got = frontier.claim(2, "w1", 3) + frontier.claim(5, "w2", 3)
+    assert len(got) == 3
+    frontier.fetch_ended(got[0].lease_id, 0.0, fetched=False)  # never reached the network
+    assert len(frontier.claim(5, "w3", 3)) == 1
+
+
+def test_a_blocked_host_hands_out_nothing_more(frontier: RedisFrontier) -> None:
+    frontier.enqueue(urls(("a.example", "/1"), ("a.example", "/2")))
+    assert frontier.block("a.example", "robots_disallow_all") == 2
+    assert frontier.claim(5, "w1", 0) == []
+    assert frontier.enqueue(urls(("a.example", "/3"))) == ["host_blocked"]
+
+
+def test_hosts_are_handed_out_by_their_shared_priority(frontier: RedisFrontier) -> None:
+    frontier.enqueue(urls(("low.example", "/"), ("high.example", "/")))
+    frontier.prioritise("high.example", 0.9)
+    frontier.prioritise("low.example", 0.1)
+    assert [c.host for c in frontier.claim(2, "w1", 0)] == ["high.example", "low.example"]
+
+
+def test_drain_stops_handing_out(frontier: RedisFrontier) -> None:
+    frontier.enqueue(urls(("a.example", "/1")))
+    frontier.drain()
+    assert frontier.claim(1, "w1", 0) == []
+    assert not frontier.pending()
+
+
+def test_a_dropped_host_takes_no_new_urls_but_a_dead_workers_lease_returns(redis_server: RedisServer) -> None:
+    short = RedisFrontier(redis_server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
+    short.enqueue(urls(("a.example", "/1"), ("a.example", "/2")))
+    assert len(short.claim(1, "dead", 0)) == 1
+    assert short.drop("a.example", "turned_bad") == 1  # /2 is not fetched
+    assert short.enqueue(urls(("a.example", "/3"))) == ["host_dropped"]
+    time.sleep(0.6)
+    short.reclaim()
+    (again,) = short.claim(1, "live", 0)  # /1 was fetched and never recorded: fetched again
+    assert again.request is not None and again.request.url == "http://a.example/1"
+
+
+def test_a_dead_workers_lease_is_fetched_again_even_when_the_budget_is_spent(
+    redis_server: RedisServer,
+) -> None:
+    short = RedisFrontier(redis_server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
+    short.enqueue(urls(("a.example", "/1"), ("b.example", "/1")))
+    (dead,) = short.claim(5, "dead", 1)
+    time.sleep(0.6)
+    short.reclaim()
+    (again,) = short.claim(5, "live", 1)  # paid for once: the budget of 1 allows it, and nothing more
+    assert again.request == dead.request
+    assert short.claim(5, "live", 1) == []
+
+
+def test_the_policy_state_is_the_sum_of_every_workers_pages(frontier: RedisFrontier) -> None:
+    for host, shape, high, mean in (
+        ("a", "2:a", True, 0.8),
+        ("b", "2:a", False, 0.2),
+        ("b", "1:", False, None),
+    ):
+        pipe = frontier.client.pipeline()
+        frontier.add_shared_policy_state(pipe, host, SharedUpdate(shape, high, mean))
+        pipe.execute()
+    means, shapes = frontier.shared_policy_state()
+    assert means == {"a": 0.8, "b": 0.2}
+    assert shapes == {"2:a": [1, 1], "1:": [0, 1]}
+
+
+def test_hosts_not_yet_judged_compete_at_the_aspiration_level(frontier: RedisFrontier) -> None:
+    frontier.enqueue(urls(("judged.example", "/"), ("new.example", "/")))
+    frontier.prioritise("judged.example", 0.7)
+    frontier.prioritise("new.example", 0.3, judged=False)
+    (first,) = frontier.claim(1, "w1", 0)
+    assert first.host == "judged.example"
+    frontier.enqueue(urls(("judged.example", "/2")))
+    frontier.fetch_ended(first.lease_id, 0.0, fetched=True)  # judged.example is ready again, at 0.7
+    frontier.set_boost(0.5)  # the aspiration rose: 0.3 + 0.5 beats 0.7
+    assert [c.host for c in frontier.claim(1, "w2", 0)] == ["new.example"]
+
+
+def test_a_host_held_for_its_score_is_handed_out_only_once_the_page_is_recorded(
+    frontier: RedisFrontier,
+) -> None:
+    frontier.enqueue(urls(("a.example", "/1"), ("a.example", "/2")))
+    (lease,) = frontier.claim(1, "w1", 0)
+    frontier.fetch_ended(lease.lease_id, 0.0, fetched=True, hold=True)
+    assert frontier.claim(1, "w2", 0) == []  # its score is not back: no blind second fetch
+    assert frontier.done(lease.lease_id, "w1")
+    assert [c.host for c in frontier.claim(1, "w2", 0)] == ["a.example"]
