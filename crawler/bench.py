@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from crawler.bench_family import FAMILIES, FAMILY_POLICIES, cmd_bench_family
 from scheduler.policies import TRUTH_POLICIES
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ RATE_BASELINE = "scrapy"  # Scrapy's own scheduler: the fetch-rate reference for
 # The curve replays the frontier offline (crawler/replay.py): one live crawl per budget would take hours.
 CURVE_SHARES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5)
 CURVE_HOSTS = 500
+LIVE_HOSTS = 2000
 
 
 def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -35,13 +37,31 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
         "loopback; robots.txt Crawl-delay still applies) with a budget of a share of all pages, and "
         "grades every fetched page with the test web's ground truth.",
     )
-    p.add_argument("--hosts", type=int, default=2000, help="virtual hosts (2000, about 100k pages)")
+    p.add_argument(
+        "--hosts",
+        type=int,
+        default=None,
+        help="virtual hosts (2000, about 100k pages; with --webs 400 per web)",
+    )
     p.add_argument("--seed", type=int, default=0, help="test web seed (%(default)s)")
     p.add_argument(
         "--budget-share", type=float, default=0.10, help="budget as share of all pages (%(default)s)"
     )
     p.add_argument(
-        "--policies", default=",".join(POLICIES), help="comma-separated policies (all: %(default)s)"
+        "--policies",
+        default=None,
+        help=f"comma-separated policies (all: {','.join(POLICIES)}; with --webs {','.join(FAMILY_POLICIES)})",
+    )
+    p.add_argument(
+        "--webs",
+        choices=sorted(FAMILIES),
+        help="replay every policy on a family of graded webs (ICC, base rate, host-size tail, scorer noise) "
+        "and print one table of hq/fetch and ratios to bfs, sample_deepen, sampled_oracle and oracle",
+    )
+    p.add_argument(
+        "--truth-scores",
+        action="store_true",
+        help="with --webs: the replay scores pages by their truth, not as the cleaner and scorer do",
     )
     p.add_argument("--no-rate-baseline", action="store_true", help="skip the Scrapy scheduler run")
     p.add_argument(
@@ -103,6 +123,8 @@ def grade(run: Path, truth_pages: pl.DataFrame, budget: int) -> dict[str, Any]:
 
 
 def cmd_bench_yield(args: argparse.Namespace) -> int:
+    if args.webs:
+        return cmd_bench_family(args)
     import polars as pl
 
     from crawler.report import plot_yield_against_budget, plot_yield_curves
@@ -111,7 +133,8 @@ def cmd_bench_yield(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     web_dir = args.out / "testweb"
     web_dir.mkdir(exist_ok=True)
-    policies = [p for p in args.policies.split(",") if p]
+    policies = [p for p in (args.policies or ",".join(POLICIES)).split(",") if p]
+    args.hosts = args.hosts or LIVE_HOSTS
     results: dict[str, dict[str, Any]] = {}
     with TestWebProcess(TestWebConfig(n_hosts=args.hosts, seed=args.seed), web_dir) as web:
         seeds = args.out / "seeds.txt"
