@@ -40,7 +40,6 @@ FETCH_SECONDS = 0.01  # simulated clock per completed fetch (about 100 pages/s o
 # Pages fetched before a score arrives: `hostcrawl bench yield` on a quiet 2-core machine measured a mean
 # of 40-43 (scheduler/score_lag_pages_mean; 87 pages/s); under load it grows (the cleaning queue holds 128).
 SCORE_LAG = 40
-SAMPLED_ORACLE = "sampled_oracle"
 
 
 class SimulatedCrawl:
@@ -56,15 +55,13 @@ class SimulatedCrawl:
         overrides: dict[str, Any],
         limits: FrontierLimits | None = None,
         scores: ScoreSampler | None = None,
+        truth: dict[str, float] | None = None,
     ) -> None:
         """`limits`: the frontier's limits besides the budget (its memory bounds), defaults otherwise."""
         self.model = model
         self.scores = scores
         self.clock = 0.0
-        truth = {h.name: h.q for h in model.hosts}
-        if scores is not None and policy == SAMPLED_ORACLE:
-            # its bound is what scores can tell: each host's density as the scorer sees it
-            truth = scores.scored_density(model)
+        truth = truth or {h.name: h.q for h in model.hosts}
         config = PolicyConfig(truth=truth if policy in TRUTH_POLICIES else {}, **overrides)
         ranks = np.argsort(np.argsort([h.in_links for h in model.hosts])) / max(1, len(model.hosts) - 1)
         self.percentile = {h.name: float(r) for h, r in zip(model.hosts, ranks, strict=True)}
@@ -158,13 +155,17 @@ def replay(
     concurrency: int = 32,
     overrides: dict[str, Any] | None = None,
     scores: ScoreSampler | None = None,
+    truth: dict[str, float] | None = None,
 ) -> SimulatedCrawl:
     """One policy's replay with a budget of a share of the model's pages (frontier file in a temp dir);
-    pages are scored by `scores` when given, else by their truth."""
+    pages are scored by `scores` when given, else by their truth; `truth` replaces the host densities
+    the oracles know."""
     budget = max(1, int(sum(h.n_pages for h in model.hosts) * budget_share))
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "frontier.db"
-        sim = SimulatedCrawl(model, policy, budget, concurrency, db, overrides or {}, scores=scores)
+        sim = SimulatedCrawl(
+            model, policy, budget, concurrency, db, overrides or {}, scores=scores, truth=truth
+        )
         sim.run()
         sim.frontier.store.close()
     return sim

@@ -30,6 +30,12 @@ class PolicyConfig:
     # adaptive: hosts not yet observed compete with this quantile of the observed hosts' densities;
     # 0.9 was best in benchmarks/policy_sim.py at budgets of 5%, 10% and 25% of the test web
     aspiration_quantile: float = 0.9
+    # adaptive: a page counts towards its host's density only when it scores above this (the crawl's
+    # threshold decides what is kept; a stricter bar ranks hosts by their clearly good pages). On the
+    # graded webs (bench yield --webs graded, tuning seed 101 apart from the report seed 0, 10% budget)
+    # adaptive made 0.86-1.19x sample_deepen at 0.5, 1.04-1.33x at 0.85, 1.06-1.65x at 0.9; scores of
+    # 0/1 (the replay's truth mode) are unaffected.
+    evidence_threshold: float = 0.9
     lazy_sitemaps: bool = True  # sample_deepen, adaptive: fetch a host's sitemaps only to deepen it
     truth: Mapping[str, float] = field(default_factory=dict)  # TRUTH_POLICIES only: host -> true density
 
@@ -266,6 +272,7 @@ class AdaptiveIndex(SampleThenDeepen):
     def __init__(self, config: PolicyConfig) -> None:
         super().__init__(config)
         self.means: dict[str, float] = {}
+        self.evidence: dict[str, tuple[int, int]] = {}  # host -> (scores counted, scores above the bar)
         self.aspiration = 0.0
         self.changes = 0
         self.updates = 0
@@ -297,8 +304,21 @@ class AdaptiveIndex(SampleThenDeepen):
         return (index + prior(host) + discovered, size_bonus(host))
 
     def estimate(self, host: HostRecord) -> tuple[float, float]:
-        """The host's density: posterior mean and standard deviation."""
-        return host.density_mean(), host.density_sd()
+        """The host's density: posterior mean and standard deviation of its share of pages above
+        the evidence threshold."""
+        observations = host.high + host.low
+        if observations == 0 or self.config.evidence_threshold <= 0.5:
+            return host.density_mean(), host.density_sd()
+        seen, good = self.evidence.get(host.host, (0, 0))
+        if seen != len(host.scores):  # count what arrived since (or all of it after a resume)
+            start = seen if seen < len(host.scores) else 0
+            good = (good if start else 0) + sum(
+                s > self.config.evidence_threshold for s in host.scores[start:]
+            )
+            self.evidence[host.host] = (len(host.scores), good)
+        good = min(good, observations)
+        a, b = host.prior_alpha + good, host.prior_beta + observations - good
+        return a / (a + b), math.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
 
     def observed(self, host: HostRecord) -> str | None:
         observations = host.high + host.low
