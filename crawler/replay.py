@@ -57,7 +57,8 @@ class SimulatedCrawl:
         scores: ScoreSampler | None = None,
         truth: dict[str, float] | None = None,
     ) -> None:
-        """`limits`: the frontier's limits besides the budget (its memory bounds), defaults otherwise."""
+        """`limits`: the frontier's limits besides the budget (its memory bounds), defaults otherwise;
+        `scores`: how pages are scored (None: by their truth); `truth`: the densities the oracles know."""
         self.model = model
         self.scores = scores
         self.clock = 0.0
