@@ -268,7 +268,7 @@ class AdaptiveIndex(SampleThenDeepen):
     ones are likely still undiscovered wastes budget; the aspiration keeps the search going.
     """
 
-    key, name = "adaptive", "adaptive_v4"
+    key, name = "adaptive", "adaptive_v5"
 
     def __init__(self, config: PolicyConfig) -> None:
         super().__init__(config)
