@@ -10,12 +10,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from crawler.bench_family import FAMILIES, FAMILY_POLICIES, cmd_bench_family
 from scheduler.policies import TRUTH_POLICIES
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from crawler.testweb import TestWebProcess
+    from crawler.testweb import TestWebConfig, TestWebProcess
 
 
 POLICIES = ("bfs", "uniform", "hc_depth", "sample_deepen", "adaptive", "sampled_oracle", "oracle")
@@ -23,6 +24,7 @@ RATE_BASELINE = "scrapy"  # Scrapy's own scheduler: the fetch-rate reference for
 # The curve replays the frontier offline (crawler/replay.py): one live crawl per budget would take hours.
 CURVE_SHARES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5)
 CURVE_HOSTS = 500
+LIVE_HOSTS = 2000
 
 
 def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -35,13 +37,36 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
         "loopback; robots.txt Crawl-delay still applies) with a budget of a share of all pages, and "
         "grades every fetched page with the test web's ground truth.",
     )
-    p.add_argument("--hosts", type=int, default=2000, help="virtual hosts (2000, about 100k pages)")
+    p.add_argument(
+        "--hosts",
+        type=int,
+        default=None,
+        help="virtual hosts (2000, about 100k pages; with --webs 400 per web)",
+    )
     p.add_argument("--seed", type=int, default=0, help="test web seed (%(default)s)")
     p.add_argument(
         "--budget-share", type=float, default=0.10, help="budget as share of all pages (%(default)s)"
     )
     p.add_argument(
-        "--policies", default=",".join(POLICIES), help="comma-separated policies (all: %(default)s)"
+        "--policies",
+        default=None,
+        help=f"comma-separated policies (all: {','.join(POLICIES)}; with --webs {','.join(FAMILY_POLICIES)})",
+    )
+    p.add_argument(
+        "--webs",
+        choices=sorted(FAMILIES),
+        help="replay every policy on a family of graded webs (ICC, base rate, host-size tail, scorer noise) "
+        "and print one table of hq/fetch and ratios to bfs, sample_deepen, sampled_oracle and oracle",
+    )
+    p.add_argument(
+        "--graded",
+        action="store_true",
+        help="crawl the graded test web (graded_config) and replay it too: live and replay side by side",
+    )
+    p.add_argument(
+        "--truth-scores",
+        action="store_true",
+        help="with --webs: the replay scores pages by their truth, not as the cleaner and scorer do",
     )
     p.add_argument("--no-rate-baseline", action="store_true", help="skip the Scrapy scheduler run")
     p.add_argument(
@@ -103,17 +128,22 @@ def grade(run: Path, truth_pages: pl.DataFrame, budget: int) -> dict[str, Any]:
 
 
 def cmd_bench_yield(args: argparse.Namespace) -> int:
+    if args.webs:
+        return cmd_bench_family(args)
     import polars as pl
 
     from crawler.report import plot_yield_against_budget, plot_yield_curves
     from crawler.testweb import TestWebConfig, TestWebProcess
+    from crawler.testweb.config import graded_config
 
     args.out.mkdir(parents=True, exist_ok=True)
     web_dir = args.out / "testweb"
     web_dir.mkdir(exist_ok=True)
-    policies = [p for p in args.policies.split(",") if p]
+    policies = [p for p in (args.policies or ",".join(POLICIES)).split(",") if p]
+    args.hosts = args.hosts or LIVE_HOSTS
     results: dict[str, dict[str, Any]] = {}
-    with TestWebProcess(TestWebConfig(n_hosts=args.hosts, seed=args.seed), web_dir) as web:
+    web_config = (graded_config if args.graded else TestWebConfig)(n_hosts=args.hosts, seed=args.seed)
+    with TestWebProcess(web_config, web_dir) as web:
         seeds = args.out / "seeds.txt"
         seeds.write_text("\n".join(web.seed_urls) + "\n")
         truth_pages = pl.read_parquet(web_dir / "pages.parquet")
@@ -132,6 +162,8 @@ def cmd_bench_yield(args: argparse.Namespace) -> int:
                 flush=True,
             )
     print(format_table(results))
+    if args.graded:
+        print(live_against_replay(web_config, results, args.budget_share, args.concurrency))
     plot_yield_curves({p: r["hq_by_fetch"] for p, r in results.items()}, total, args.out / "yield.png")
     print(f"plot: {args.out / 'yield.png'}")
     shares = [float(s) for s in args.curve_shares.split(",") if s]
@@ -144,6 +176,32 @@ def cmd_bench_yield(args: argparse.Namespace) -> int:
         summary = {p: {k: r[k] for k in ("hq", "fetched", "hq_per_fetch")} for p, r in results.items()}
         args.json.write_text(json.dumps(summary, indent=2) + "\n")
     return 0
+
+
+def live_against_replay(
+    cfg: TestWebConfig, live: dict[str, dict[str, Any]], budget_share: float, concurrency: int
+) -> str:
+    """Each policy's live hq/fetch beside its replay on the same web with pages scored as the crawl does."""
+    from crawler.replay import replay
+    from crawler.replay_scores import ScoreSampler
+    from crawler.testweb.model import SiteModel
+
+    model = SiteModel(cfg)
+    sampler = ScoreSampler.measure(model)
+    lines = [
+        "",
+        "live crawl vs replay (scored pages) on the same graded web: hq/fetch",
+        "policy            live  replay",
+    ]
+    for policy, r in live.items():
+        if policy == RATE_BASELINE:
+            continue
+        sim = replay(model, policy, budget_share, concurrency, scores=sampler)
+        note = "  (replay's bound: scored densities; live: true)" if policy == "sampled_oracle" else ""
+        lines.append(
+            f"{policy:<14} {r['hq_per_fetch']:7.3f} {sum(sim.hits) / max(1, len(sim.hits)):7.3f}{note}"
+        )
+    return "\n".join(lines)
 
 
 def format_table(results: dict[str, dict[str, Any]]) -> str:

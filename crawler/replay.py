@@ -2,7 +2,9 @@
 
 No sockets and no Scrapy: `HostFrontier` with the chosen policy hands out URLs, the pages come from
 `SiteModel.render` (the bytes the test web would send), links are pulled out of them, robots.txt rules
-and Crawl-delay are applied on a simulated clock, and a page's score is its ground-truth label. Up to
+and Crawl-delay are applied on a simulated clock, and a page's score is its ground-truth label, or,
+given a `ScoreSampler` (crawler/replay_scores.py), a score drawn from what the crawl's cleaner and
+scorer give pages of its kind and language, as a live crawl sees it. Up to
 `concurrency` fetches are in flight, the oldest completes first, and its score reaches the frontier
 SCORE_LAG pages later, as the cleaning queue delays it in a live crawl.
 `hostcrawl bench yield` is the reference (real crawls); this is its fast approximation, typically within
@@ -23,6 +25,7 @@ from urllib.parse import urljoin, urlsplit
 import numpy as np
 from protego import Protego
 
+from crawler.replay_scores import ScoreSampler
 from crawler.testweb.model import SiteModel
 from crawler.testweb.robots import GENERIC_UA
 from scheduler.core import FrontierLimits, HostFrontier
@@ -51,11 +54,15 @@ class SimulatedCrawl:
         db: Path,
         overrides: dict[str, Any],
         limits: FrontierLimits | None = None,
+        scores: ScoreSampler | None = None,
+        truth: dict[str, float] | None = None,
     ) -> None:
-        """`limits`: the frontier's limits besides the budget (its memory bounds), defaults otherwise."""
+        """`limits`: the frontier's limits besides the budget (its memory bounds), defaults otherwise;
+        `scores`: how pages are scored (None: by their truth); `truth`: the densities the oracles know."""
         self.model = model
+        self.scores = scores
         self.clock = 0.0
-        truth = {h.name: h.q for h in model.hosts}
+        truth = truth or {h.name: h.q for h in model.hosts}
         config = PolicyConfig(truth=truth if policy in TRUTH_POLICIES else {}, **overrides)
         ranks = np.argsort(np.argsort([h.in_links for h in model.hosts])) / max(1, len(model.hosts) - 1)
         self.percentile = {h.name: float(r) for h, r in zip(model.hosts, ranks, strict=True)}
@@ -111,7 +118,13 @@ class SimulatedCrawl:
                 url = urljoin(lease.url, raw.decode("utf-8", "replace"))
                 if url.startswith("http"):
                     self.frontier.add(url, lease.depth + 1, discover=nested)
-        self.scoring.append((lease, None if page.label is None else float(page.label)))
+        if page.label is None:
+            score = None
+        elif self.scores is None:
+            score = float(page.label)
+        else:
+            score = self.scores.score(self.model, host, parts.path)
+        self.scoring.append((lease, score))
         while len(self.scoring) > SCORE_LAG:
             self.frontier.observe(*self.scoring.popleft())
 
@@ -142,11 +155,18 @@ def replay(
     budget_share: float,
     concurrency: int = 32,
     overrides: dict[str, Any] | None = None,
+    scores: ScoreSampler | None = None,
+    truth: dict[str, float] | None = None,
 ) -> SimulatedCrawl:
-    """One policy's replay with a budget of a share of the model's pages (frontier file in a temp dir)."""
+    """One policy's replay with a budget of a share of the model's pages (frontier file in a temp dir);
+    pages are scored by `scores` when given, else by their truth; `truth` replaces the host densities
+    the oracles know."""
     budget = max(1, int(sum(h.n_pages for h in model.hosts) * budget_share))
     with tempfile.TemporaryDirectory() as tmp:
-        sim = SimulatedCrawl(model, policy, budget, concurrency, Path(tmp) / "frontier.db", overrides or {})
+        db = Path(tmp) / "frontier.db"
+        sim = SimulatedCrawl(
+            model, policy, budget, concurrency, db, overrides or {}, scores=scores, truth=truth
+        )
         sim.run()
         sim.frontier.store.close()
     return sim

@@ -415,7 +415,16 @@ def test_process_starts_serves_stops_cleanly_and_logs_every_request(tmp_path: Pa
     assert log.height == 10
     assert set(log["host"]) == {u.split("/")[2] for u in tw.seed_urls[:10]}
     pages = pl.read_parquet(tmp_path / "pages.parquet")
-    assert pages.columns == ["url", "host", "path", "high_quality", "low_type", "directive", "tdm_reserved"]
+    assert pages.columns == [
+        "url",
+        "host",
+        "path",
+        "high_quality",
+        "low_type",
+        "grade",
+        "directive",
+        "tdm_reserved",
+    ]
 
 
 def test_cli_registers_testweb_serve_with_its_flags() -> None:

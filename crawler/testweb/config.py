@@ -12,6 +12,8 @@ from typing import Any
 SHARED_DATA_ENV = "HOSTCRAWL_SHARED_DATA"
 # Relative to the working directory: the layout of a development checkout next to ../shared.
 DEFAULT_SHARED_ROBOTS = Path("..") / "shared" / "data" / "robots"
+SIZE_TAILS = ("lognormal", "pareto")
+MAX_HOST_PAGES = 100_000  # the graded preset's largest host
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,16 @@ class TestWebConfig:
     # Revisits: the web as of this epoch; each page changes in each epoch with this probability.
     epoch: int = 0
     change_share: float = 0.2
+    # Graded webs (testweb/graded.py): pages of graded quality (good, mediocre, junk) drawn lazily, and
+    # host quality tied to size, in-links and language by the fields below (ignored otherwise).
+    graded: bool = False
+    scorer_auc: float = 0.85  # the default scorer's AUC against the truth: sets the share of mediocre pages
+    size_tail: str = "lognormal"  # host sizes: "lognormal" (pages_sigma) or "pareto" (pareto_alpha)
+    pareto_alpha: float = 1.1
+    size_quality_corr: float = 0.0  # Spearman of host size with density (the paper gives none)
+    inlinks_quality_corr: float = -0.12  # of link popularity with density (paper: HC, rho -0.119)
+    # mean density of non-English hosts minus English ones (paper: Nemotron-Q medians 0.37 vs 0.49)
+    language_quality_shift: float = -0.12
 
     def __post_init__(self) -> None:
         if self.n_hosts < 1:
@@ -73,6 +85,18 @@ class TestWebConfig:
         ):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1]")
+
+        if self.size_tail not in SIZE_TAILS:
+            raise ValueError(f"size_tail must be one of {', '.join(SIZE_TAILS)}")
+        if self.pareto_alpha <= 0.0 or self.pages_range[0] < 1 or self.pages_range[1] < self.pages_range[0]:
+            raise ValueError("pareto_alpha must be > 0 and pages_range (lo, hi) with 1 <= lo <= hi")
+        for name in ("size_quality_corr", "inlinks_quality_corr", "language_quality_shift"):
+            if not -1.0 < getattr(self, name) < 1.0:
+                raise ValueError(f"{name} must lie strictly between -1 and 1")
+        if not 0.5 < self.scorer_auc <= 1.0:
+            raise ValueError("scorer_auc must lie in (0.5, 1]")
+        if self.graded and self.duplicate_share > 0:
+            raise ValueError("a graded web plants no duplicates: duplicate_share must be 0")
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
@@ -101,3 +125,13 @@ def resolve_robots_dir(cfg: TestWebConfig) -> Path | None:
     env = os.environ.get(SHARED_DATA_ENV)
     candidate = Path(env) / "robots" if env else DEFAULT_SHARED_ROBOTS
     return candidate.resolve() if candidate.is_dir() else None
+
+
+def graded_config(**fields: Any) -> TestWebConfig:
+    """The graded preset: realistic scorer noise, heavy-tailed host sizes up to MAX_HOST_PAGES pages."""
+    preset: dict[str, Any] = {
+        "graded": True,
+        "size_tail": "pareto",
+        "pages_range": (5, MAX_HOST_PAGES),
+    }
+    return TestWebConfig(**{**preset, **fields})

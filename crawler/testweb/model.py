@@ -11,6 +11,8 @@ from crawler.testweb import directives as directives_mod
 from crawler.testweb import robots as robots_mod
 from crawler.testweb.config import TestWebConfig, resolve_robots_dir
 from crawler.testweb.duplicates import DUPLICATE_KINDS, TWIN_PREFIX, plant
+from crawler.testweb.graded import PAGE_KINDS, SHORT_HIGH, GradedPages, draw_hosts
+from crawler.testweb.graded_text import MEDIOCRE_TYPES
 from crawler.testweb.hostile import HOSTILE_KINDS, MIN_HOSTS_FOR_EVERY_KIND
 from crawler.testweb.site import Rendered, render
 from crawler.testweb.templates import CLASS_PREFIXES, FAMILIES
@@ -36,6 +38,7 @@ SEARCH_DISALLOW_SHARE = 0.5  # generated robots.txt that also disallow /search
 BADBOT_SHARE = 0.3  # generated robots.txt with an extra group for another agent
 MAX_CROSS_LINKS = 3  # per content page, 0..MAX
 POPULARITY_SIGMA = 1.5  # lognormal spread of how often a host is linked to
+HIGH_KINDS = frozenset(PAGE_KINDS[: SHORT_HIGH + 1])
 
 
 def _rng(seed: int, stream: int) -> np.random.Generator:
@@ -96,11 +99,15 @@ class SiteModel:
         weights = LANGUAGE_WEIGHTS if not cfg.languages else None  # a chosen list: uniform
         lang_i = _rng(cfg.seed, 2).choice(len(self.languages), n, p=weights)
         languages = np.array(self.languages, dtype=object)[lang_i]
-        total_ab = 1.0 / cfg.icc - 1.0
-        q = _rng(cfg.seed, 3).beta(cfg.mean_quality * total_ab, (1 - cfg.mean_quality) * total_ab, n)
-        lo, hi = cfg.pages_range
-        raw = _rng(cfg.seed, 4).lognormal(np.log(cfg.pages_median), cfg.pages_sigma, n)
-        n_pages = np.clip(np.round(raw), lo, hi).astype(np.int64)
+        self.graded: GradedPages | None = None
+        if cfg.graded:
+            q, n_pages, popularity = draw_hosts(cfg, languages == "en", _rng(cfg.seed, 3))
+        else:
+            total_ab = 1.0 / cfg.icc - 1.0
+            q = _rng(cfg.seed, 3).beta(cfg.mean_quality * total_ab, (1 - cfg.mean_quality) * total_ab, n)
+            lo, hi = cfg.pages_range
+            raw = _rng(cfg.seed, 4).lognormal(np.log(cfg.pages_median), cfg.pages_sigma, n)
+            n_pages = np.clip(np.round(raw), lo, hi).astype(np.int64)
 
         hostile = np.full(n, -1)
         if cfg.hostile_share > 0:
@@ -125,24 +132,12 @@ class SiteModel:
         retry = s.integers(cfg.retry_after_range[0], cfg.retry_after_range[1] + 1, n)
 
         self.page_offset = np.concatenate([[0], np.cumsum(n_pages)])
-        total = int(self.page_offset[-1])
-        q_rep = np.repeat(q, n_pages)
-        self.page_high = _rng(cfg.seed, 10).random(total) < q_rep
-        self.page_low = _rng(cfg.seed, 11).integers(0, len(LOW_TYPES), total).astype(np.int8)
-        self.page_host = np.repeat(np.arange(n), n_pages)
-        n_high = np.bincount(self.page_host, weights=self.page_high, minlength=n).astype(np.int64)
-
-        lk = _rng(cfg.seed, 12)
-        popularity = lk.lognormal(0.0, POPULARITY_SIGMA, n)
-        per_page = lk.integers(0, MAX_CROSS_LINKS + 1, total)
-        self.link_offset = np.concatenate([[0], np.cumsum(per_page)])
-        targets = lk.choice(n, int(self.link_offset[-1]), p=popularity / popularity.sum())
-        if n > 1:
-            link_source = np.repeat(self.page_host, per_page)
-            targets = np.where(targets == link_source, (targets + 1) % n, targets)
-        self.link_target = targets
-        self.link_page = (lk.random(len(targets)) * n_pages[targets]).astype(np.int64)
-        in_links = np.bincount(targets, minlength=n) if n > 1 else np.zeros(n, np.int64)
+        if cfg.graded:
+            self.graded = GradedPages(cfg, q, n_pages, popularity)
+            n_high, in_links = self.graded.n_high, self.graded.in_links
+            self.page_high, self.page_host = np.zeros(0, bool), np.zeros(0, np.int64)
+        else:
+            n_high, in_links = self._binary_pages(q, n_pages)
 
         directive_u = _rng(cfg.seed, 13).random(n)
         real_share = cfg.real_robots_share if self.real_robots else 0.0
@@ -196,6 +191,29 @@ class SiteModel:
             self.hosts[i].hostile = kind  # politeness_hosts.py: opt-in, the rest of the web is unchanged
             self.hosts[i].directives = False  # one behaviour per host, so each check sees what it tests
 
+    def _binary_pages(self, q: np.ndarray, n_pages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The default web's pages, one entry each: high or one junk type, and cross-host links."""
+        cfg, n = self.cfg, self.cfg.n_hosts
+        total = int(self.page_offset[-1])
+        q_rep = np.repeat(q, n_pages)
+        self.page_high = _rng(cfg.seed, 10).random(total) < q_rep
+        self.page_low = _rng(cfg.seed, 11).integers(0, len(LOW_TYPES), total).astype(np.int8)
+        self.page_host = np.repeat(np.arange(n), n_pages)
+        n_high = np.bincount(self.page_host, weights=self.page_high, minlength=n).astype(np.int64)
+
+        lk = _rng(cfg.seed, 12)
+        popularity = lk.lognormal(0.0, POPULARITY_SIGMA, n)
+        per_page = lk.integers(0, MAX_CROSS_LINKS + 1, total)
+        self.link_offset = np.concatenate([[0], np.cumsum(per_page)])
+        targets = lk.choice(n, int(self.link_offset[-1]), p=popularity / popularity.sum())
+        if n > 1:
+            link_source = np.repeat(self.page_host, per_page)
+            targets = np.where(targets == link_source, (targets + 1) % n, targets)
+        self.link_target = targets
+        self.link_page = (lk.random(len(targets)) * n_pages[targets]).astype(np.int64)
+        in_links = np.bincount(targets, minlength=n) if n > 1 else np.zeros(n, np.int64)
+        return n_high, in_links
+
     def host(self, name: str) -> HostSpec | None:
         return self._by_name.get(name.lower().split(":", 1)[0])
 
@@ -204,6 +222,8 @@ class SiteModel:
 
     def duplicate(self, spec: HostSpec, j: int) -> tuple[str, HostSpec, int] | None:
         """(kind, original's host, original's page) when content page j is a planted copy."""
+        if self.graded is not None:
+            return None  # graded webs plant no copies
         g = int(self.page_offset[spec.index]) + j
         if self.plants.kind[g] < 0:
             return None
@@ -225,17 +245,28 @@ class SiteModel:
                 rows.append((url, f"http://{host.name}{host.page_path(source_j)}", kind))
         return pl.DataFrame(rows, schema=["url", "original_url", "kind"], orient="row")
 
+    def page_kind(self, spec: HostSpec, j: int) -> str:
+        """What content page j is: "high", "short_high" (graded webs), or its low type."""
+        if self.graded is not None:
+            return self.graded.kind(spec.index, j)
+        g = int(self.page_offset[spec.index]) + j
+        return "high" if self.page_high[g] else LOW_TYPES[self.page_low[g]]
+
     def page_label(self, spec: HostSpec, j: int) -> tuple[bool, str | None]:
         """(high quality, low type or None) of content page j."""
-        g = int(self.page_offset[spec.index]) + j
-        high = bool(self.page_high[g])
-        return high, None if high else LOW_TYPES[self.page_low[g]]
+        kind = self.page_kind(spec, j)
+        high = kind in HIGH_KINDS
+        return high, None if high else kind
 
     def cross_links(self, spec: HostSpec, j: int) -> list[str]:
-        g = int(self.page_offset[spec.index]) + j
-        lo, hi = int(self.link_offset[g]), int(self.link_offset[g + 1])
+        if self.graded is not None:
+            targets, pages = self.graded.links(spec.index, np.array([j]))
+        else:
+            g = int(self.page_offset[spec.index]) + j
+            lo, hi = int(self.link_offset[g]), int(self.link_offset[g + 1])
+            targets, pages = self.link_target[lo:hi], self.link_page[lo:hi]
         out = []
-        for t, p in zip(self.link_target[lo:hi], self.link_page[lo:hi], strict=True):
+        for t, p in zip(targets, pages, strict=True):
             target = self.hosts[int(t)]
             out.append(f"http://{target.name}{target.page_path(int(p))}")
         return out
@@ -254,6 +285,18 @@ class SiteModel:
     def render(self, host: str, path: str) -> Rendered:
         """The response to `GET http://host/path` (may carry a query), minus transport effects."""
         return render(self, host, path)
+
+    def _page_truth(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(host index, kind name, high quality) of every content page, in page order."""
+        if self.graded is None:
+            return self.page_host, np.array(LOW_TYPES)[self.page_low], self.page_high
+        n_pages = self.graded.n_pages
+        page_host = np.repeat(np.arange(len(n_pages)), n_pages)
+        codes = np.concatenate(
+            [self.graded.kinds(i, np.arange(n)) for i, n in enumerate(n_pages.tolist())]
+            or [np.zeros(0, np.int8)]
+        )
+        return page_host, np.array(PAGE_KINDS)[codes], codes <= SHORT_HIGH
 
     def hosts_frame(self) -> pl.DataFrame:
         """Ground truth per host, as written to hosts.parquet."""
@@ -289,26 +332,27 @@ class SiteModel:
     def pages_frame(self) -> pl.DataFrame:
         """Ground truth per content page, as written to pages.parquet (built vectorised)."""
         names = np.array([h.name for h in self.hosts])
+        page_host, low, high = self._page_truth()
         starts = self.page_offset[:-1]
-        j = np.arange(len(self.page_host)) - starts[self.page_host]
+        j = np.arange(len(page_host)) - starts[page_host]
         n_sec = np.array([len(h.sections) for h in self.hosts])
         sec_table = [s for h in self.hosts for s in h.sections]
         sec_start = np.concatenate([[0], np.cumsum(n_sec)])[:-1]
-        section = np.array(sec_table)[sec_start[self.page_host] + j % n_sec[self.page_host]]
-        low = np.array(LOW_TYPES)[self.page_low]
-        directive_host = np.array([h.directives for h in self.hosts])[self.page_host]
+        section = np.array(sec_table)[sec_start[page_host] + j % n_sec[page_host]]
+        directive_host = np.array([h.directives for h in self.hosts])[page_host]
         slot = j % directives_mod.CYCLE
         kinds = pl.Series([None, *directives_mod.PAGE_KINDS], dtype=pl.String)
         kind = np.where(directive_host & (slot % 2 == 1), slot // 2 + 1, 0)
         reserved = np.array([directives_mod.tdm_reserved_section(h) or "" for h in self.hosts])
+        grade = np.where(high, "high", np.where(np.isin(low, MEDIOCRE_TYPES), "mediocre", "junk"))
         df = pl.DataFrame(
             {
-                "host": names[self.page_host],
+                "host": names[page_host],
                 "section": section,
                 "j": j,
-                "high": self.page_high,
+                "high": high,
                 "directive": kinds.gather(kind),
-                "tdm_reserved": section == reserved[self.page_host],
+                "tdm_reserved": section == reserved[page_host],
             }
         )
         return df.select(
@@ -327,6 +371,7 @@ class SiteModel:
             pl.concat_str([pl.lit("/"), "section", pl.lit("/"), "j", pl.lit(".html")]).alias("path"),
             pl.col("high").alias("high_quality"),
             pl.when(pl.col("high")).then(None).otherwise(pl.Series(low)).alias("low_type"),
+            pl.Series("grade", grade),  # high, mediocre (graded webs) or junk
             "directive",  # what the page says about itself (testweb/directives.py), or null
             "tdm_reserved",  # its host's tdmrep.json reserves it
         )

@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 from crawler.testweb import directives as dx
 from crawler.testweb import hostile as hx
 from crawler.testweb.duplicates import TWIN_PREFIX
+from crawler.testweb.graded_text import MEDIOCRE_TYPES, mediocre_content, short_high_content
 from crawler.testweb.politeness_hosts import POLITENESS_KINDS, politeness_route
 from crawler.testweb.templates import Frame, main_html, page
 from crawler.testweb.text import Lexicon, MainContent, high_content, low_content, sentence, title_for
@@ -100,10 +101,14 @@ def _content(model: SiteModel, spec: HostSpec, j: int) -> Rendered:
     if copy is not None and copy[0] != "twin":
         content = _copied_content(model, copy, pg)
     elif high:
-        content = high_content(pg.rng, pg.lex, spec.kind)
+        short = model.graded is not None and model.page_kind(spec, j) == "short_high"
+        content = (short_high_content if short else high_content)(pg.rng, pg.lex, spec.kind)
         content.title = pg.title(j)
         if copy is not None:
             twin = f'<p><a href="{TWIN_PREFIX}{spec.page_path(j)}">AMP</a></p>'
+    elif low_type in MEDIOCRE_TYPES:
+        content = mediocre_content(pg.rng, pg.lex, spec.kind, low_type)
+        content.title = pg.title(j) if low_type != "seo_filler" else content.title
     else:
         pool = [spec.page_path(pg.rng.randrange(spec.n_pages)) for _ in range(LINK_FARM_POOL)]
         content = low_content(pg.rng, pg.lex, spec.kind, low_type or "thin", pool)
