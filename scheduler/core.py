@@ -201,8 +201,8 @@ class HostFrontier:
         return bool(self.heap)
 
     def next(self) -> Lease | None:
-        if self.budget_left() <= 0:
-            return None
+        if self.budget_left() <= 0:  # what was in flight at a crash may already be in a WARC: fetch it
+            return self._pop_urgent()  # again, whatever the budget, so it gets its row and its text
         self._refresh()
         lease = self._pop_urgent() or self._pop(self.heap)
         if lease is None and self.in_flight < self.limits.fill_hosts:
@@ -374,7 +374,7 @@ class HostFrontier:
         O(1): the heap may hold stale entries, which the next `next()` call discards.
         """
         if self.budget_left() <= 0:
-            return False
+            return bool(self.urgent)  # a host with a long Crawl-delay may hold one back: wait for it
         pending = self.heap or self.waiting or self.urgent or self.in_flight or self.unobserved
         return bool(pending) or self._stuck()
 

@@ -208,6 +208,32 @@ def test_frontier_survives_reopening_with_in_flight_urls_requeued(tmp_path: Path
     assert again.progress.fetched == 1
 
 
+def test_what_was_in_flight_at_a_crash_is_fetched_again_after_the_budget_is_spent(tmp_path: Path) -> None:
+    """Its response may already be in a WARC: without a second fetch it would have no row and no text.
+    A host with a long Crawl-delay can hold it back until the rest of the budget is gone."""
+    frontier, _ = make_frontier(tmp_path, "bfs", budget=3)
+    seed_hosts(frontier, {"a.example": 0.5, "b.example": 0.5, "c.example": 0.5}, pages=5)
+    first, in_flight = frontier.next(), frontier.next()
+    assert first is not None and in_flight is not None and first.host != in_flight.host
+    frontier.fetch_ended(first, True, 0.0)
+    frontier.observe(first, 0.8)  # committed; `in_flight` is on the wire when the process dies
+    again, clock = make_frontier(tmp_path, "bfs", budget=3)
+    assert again.load() == 1
+    again.hosts[in_flight.host].ready_at = 30.0  # its Crawl-delay: not before t=30
+    while (lease := again.next()) is not None:  # the rest of the budget goes to the other hosts
+        assert lease.url != in_flight.url
+        again.fetch_ended(lease, True, 0.0)
+        again.observe(lease, 0.5)
+    assert again.budget_left() <= 0
+    assert again.has_pending(), "the crawl ended with a fetched page never recorded"
+    clock.now = 31.0
+    lease = again.next()
+    assert lease is not None and lease.url == in_flight.url
+    again.fetch_ended(lease, True, 0.0)
+    again.observe(lease, 0.5)
+    assert not again.has_pending() and again.next() is None
+
+
 def test_foreign_or_corrupt_frontier_files_give_a_clear_error(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.sqlite3"
     garbage.write_bytes(b"this is not a database at all" * 100)
