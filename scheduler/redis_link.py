@@ -213,6 +213,10 @@ class RedisLink:
         for op in ops:
             self._queue(pipe, op)
         results = pipe.execute()
+        # what we sent changed the run (our URLs may all be duplicates of other workers' work): until
+        # `pending` is read again, in this same turn, the reactor must not take a stale False and close
+        self.state.pending = True
+        self._next_status = 0.0
         for _ in ops:
             self.outbox.popleft()
         for op, result in zip(ops, results, strict=True):
