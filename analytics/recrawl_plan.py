@@ -200,7 +200,7 @@ def build_plan(inputs: Inputs, cfg: PlanConfig, previous: Path | None = None) ->
     try:
         if previous is not None:
             candidates = _run_candidates(con, previous)
-            source = str(previous)
+            source = str(previous.resolve())
         else:
             candidates = _index_candidates(con, inputs, cfg)
             source = str(inputs.host_index)
@@ -230,7 +230,8 @@ def build_plan(inputs: Inputs, cfg: PlanConfig, previous: Path | None = None) ->
     )
     if not plan.height:
         raise InputError(f"{source}: no host got a page of the budget: the plan would be empty")
-    summary = _summary(plan, cfg, guard, labels, source, candidates.height)
+    source_run = str(previous.resolve().parent) if previous is not None else None
+    summary = _summary(plan, cfg, guard, labels, source, source_run, candidates.height)
     columns = [c.name for c in PLAN_COLUMNS] + ["unfetched", "coverage"]
     return Plan(plan.select(columns), summary)
 
@@ -241,6 +242,7 @@ def _summary(
     guard: GuardReport,
     labels: dict[str, list[str]],
     source: str,
+    source_run: str | None,
     candidates: int,
 ) -> dict[str, Any]:
     def named(column: str, codes: list[str]) -> list[str]:
@@ -249,6 +251,8 @@ def _summary(
     return {
         "format": PLAN_FORMAT,
         "source": source,
+        # the run directory a plan from `--previous RUN` was made from: `crawl --plan` revisits its pages
+        "source_run": source_run,
         "config": asdict(cfg),
         "candidates": candidates,
         "hosts": plan.height,

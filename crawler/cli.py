@@ -194,15 +194,22 @@ def resolve_crawl_config(args: argparse.Namespace) -> CrawlConfig:
     if args.seeds:
         config.seeds = config.seeds + load_seeds(args.seeds)
     config.seeds += [check_seed(url, f"argument {i + 1}") for i, url in enumerate(args.urls)]
+    planned = None
     if getattr(args, "plan", None):
-        _apply_plan(config, args)
-    if getattr(args, "previous", None):
+        from crawler.plan_seeds import apply_plan
+
+        planned = apply_plan(config, args.plan, args.max_pages)
+    previous = getattr(args, "previous", None) or (planned.source_run if planned else None)
+    if previous:
         from crawler.revisit import check_previous, previous_urls
 
-        previous = check_previous(args.previous)
+        previous = check_previous(previous)
         config.fetch.previous = str(previous)
         known = set(config.seeds)
-        config.seeds += [url for url in previous_urls(previous) if url not in known]
+        urls = [url for url in previous_urls(previous) if url not in known]
+        if planned is not None:  # a recrawl plan's hosts only: the others have no budget in it
+            urls = [url for url in urls if planned.keeps(url)]
+        config.seeds += urls
     p, f, c, pol = config.politeness, config.fetch, config.cleaning, config.policy
     overrides = [
         (args.policy, pol, "name"),
@@ -275,30 +282,6 @@ def create_run_dir(run_dir: Path) -> None:
         raise ConfigError(f"--out {run_dir}: cannot create the run directory ({exc.strerror})") from None
 
 
-def why_nothing(stats: dict[str, object]) -> str:
-    """The reasons a crawl fetched nothing, from its counters (`fetch/refused/loopback: 1`)."""
-    reasons = {
-        key: value
-        for key, value in stats.items()
-        if key.startswith(("fetch/refused/", "fetch/failed/", "robotstxt/unreachable/"))
-    }
-    text = ", ".join(f"{key} {value}" for key, value in sorted(reasons.items()))
-    if any(key.startswith("fetch/refused/") for key in reasons):
-        text += "; loopback/private addresses are refused unless you pass --allow-private"
-    return text or "see crawl.log"
-
-
-def _apply_plan(config: CrawlConfig, args: argparse.Namespace) -> None:
-    from crawler.plan_seeds import load_plan, plan_budget, plan_seeds
-
-    plan = load_plan(args.plan)
-    config.seeds = config.seeds + plan_seeds(plan)
-    config.policy.plan = str(args.plan.resolve())
-    config.fetch.follow_cross_host = False  # the plan's hosts, not what they link to
-    if args.max_pages is None:
-        config.fetch.max_pages = plan_budget(plan)
-
-
 def cmd_crawl(args: argparse.Namespace) -> int:
     from crawler.run import run_crawl
     from crawler.status_server import linger
@@ -343,6 +326,8 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         highlight=False,
     )
     if not fetched:
+        from crawler.failures import why_nothing
+
         print(f"nothing was fetched: {why_nothing(result.stats)}", file=sys.stderr)
     linger(args.status_linger)
     return EXIT_OK if fetched else EXIT_FAILED

@@ -58,3 +58,21 @@ class FailureCounter:
 
     def process_exception(self, request: Request, exception: Exception, spider: Any = None) -> None:
         self.stats.inc_value(f"fetch/error/{failure_reason(exception)}")
+
+
+UNRESOLVABLE = "fetch/refused/unresolvable"
+
+
+def why_nothing(stats: dict[str, object]) -> str:
+    """The reasons a crawl fetched nothing, from its counters (`fetch/refused/loopback: 1`)."""
+    reasons = {
+        key: value
+        for key, value in stats.items()
+        if key.startswith(("fetch/refused/", "fetch/failed/", "robotstxt/unavailable/"))
+    }
+    text = ", ".join(f"{key} {value}" for key, value in sorted(reasons.items()))
+    if any(key.startswith("fetch/refused/") and key != UNRESOLVABLE for key in reasons):
+        text += "; loopback/private addresses are refused unless you pass --allow-private"
+    if UNRESOLVABLE in reasons:
+        text += "; a name that does not resolve is refused (check the seed's spelling, or pass --proxy)"
+    return text or "see crawl.log"

@@ -8,17 +8,21 @@ reached) is handed on to the next planned hosts still at their cap, in plan orde
 
 from __future__ import annotations
 
+import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
+from urllib.parse import urlsplit
 
 import polars as pl
+import pyarrow.parquet as pq
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 
 from analytics.recrawl_plan import PLAN_COLUMNS
 from analytics.schema import SchemaError, check_columns
-from crawler.config import ConfigError, check_seed
+from crawler.config import ConfigError, CrawlConfig, check_seed
 from scheduler.hosts import HostState
 
 if TYPE_CHECKING:
@@ -49,6 +53,44 @@ def load_plan(path: Path) -> pl.DataFrame:
     for i, url in enumerate(plan["seed_url"].to_list()):
         check_seed(url, f"--plan {path}: row {i + 1}")
     return plan.filter(pl.col("budget") > 0)
+
+
+@dataclass(frozen=True)
+class PlannedHosts:
+    """What the rest of the crawl's set-up needs of a plan: its hosts, and the run it was made from."""
+
+    hosts: frozenset[str]
+    source_run: Path | None  # a plan made with `recrawl plan --previous RUN`: that run is revisited
+
+    def keeps(self, url: str) -> bool:
+        return (urlsplit(url).hostname or "") in self.hosts
+
+
+def plan_source_run(path: Path) -> Path | None:
+    """The run a plan was made from (its summary's `source_run`), when that run directory is here."""
+    meta = pq.read_schema(path).metadata or {}
+    try:
+        summary = json.loads(meta.get(b"hostcrawl_plan", b"{}"))
+    except ValueError:
+        return None
+    run = summary.get("source_run") if isinstance(summary, dict) else None
+    if not isinstance(run, str):
+        return None
+    if not (Path(run) / "pages.parquet").is_file():
+        logger.warning("the plan's source run %s is not here: its pages are not revisited", run)
+        return None
+    return Path(run)
+
+
+def apply_plan(config: CrawlConfig, path: Path, max_pages: int | None) -> PlannedHosts:
+    """`crawl --plan`: the plan's home pages as seeds, its total as the budget (unless --max-pages)."""
+    plan = load_plan(path)
+    config.seeds = config.seeds + plan_seeds(plan)
+    config.policy.plan = str(path.resolve())
+    config.fetch.follow_cross_host = False  # the plan's hosts, not what they link to
+    if max_pages is None:
+        config.fetch.max_pages = plan_budget(plan)
+    return PlannedHosts(frozenset(str(h).lower() for h in plan["host"].to_list()), plan_source_run(path))
 
 
 def plan_seeds(plan: pl.DataFrame) -> list[str]:

@@ -21,8 +21,7 @@ import pytest
 from hostcrawl_cli import hostcrawl
 from scrapy.exceptions import IgnoreRequest
 
-from crawler.cli import why_nothing
-from crawler.failures import failure_reason
+from crawler.failures import failure_reason, why_nothing
 from crawler.tables import with_outcome
 from crawler.warc import FetchRecord, WarcWriter
 
@@ -362,6 +361,13 @@ def test_a_crawl_that_fetched_nothing_says_why() -> None:
     stats = {"fetch/refused/loopback": 1, "fetch/failed/private_address": 1, "response_received_count": 0}
     why = why_nothing(stats)
     assert "fetch/refused/loopback 1" in why and "--allow-private" in why
+
+
+def test_a_crawl_that_fetched_nothing_names_robots_and_dns_failures_without_a_false_hint() -> None:
+    stats = {"robotstxt/unavailable/timeout": 3, "fetch/refused/unresolvable": 1}
+    why = why_nothing(stats)
+    assert "robotstxt/unavailable/timeout 3" in why and "fetch/refused/unresolvable 1" in why
+    assert "--allow-private" not in why and "does not resolve" in why
 
 
 def test_classifier_train_blames_a_tiny_bucket_not_the_learning_rate(tmp_path: Path) -> None:

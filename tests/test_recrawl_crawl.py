@@ -21,6 +21,7 @@ pytestmark = pytest.mark.slow
 
 BUDGET = 300
 UNKNOWN_HOST = "gone-1.example"  # planned, but the test web does not serve it
+WEB = TestWebConfig(n_hosts=150, seed=14, hostile_share=0, directives_share=0)
 
 
 @dataclass
@@ -35,7 +36,7 @@ class PlannedCrawl:
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory: pytest.TempPathFactory) -> PlannedCrawl:
     base = tmp_path_factory.mktemp("recrawl")
-    cfg = TestWebConfig(n_hosts=150, seed=14, hostile_share=0, directives_share=0)
+    cfg = WEB
     index = write_host_index(SiteModel(cfg), base / "cc")
     plan_path = base / "plan.parquet"
     made = hostcrawl(
@@ -144,3 +145,32 @@ def test_a_plan_from_the_run_picks_the_good_hosts_it_left_shallow(
         (chosen["queued"] * chosen["density_mean"]).to_list()
     )
     assert (plan["budget"] <= plan["unfetched"]).all() and plan["budget"].sum() <= 200
+
+
+def test_a_crawl_of_a_plan_made_from_a_run_revisits_that_runs_pages_of_the_planned_hosts_only(
+    planned: PlannedCrawl, tmp_path: Path
+) -> None:
+    plan_path = tmp_path / "again.parquet"
+    made = hostcrawl(
+        "recrawl", "plan", "--previous", str(planned.run_dir), "--budget", "120", "--max-tld-share", "1",
+        "--max-language-share", "1", "--scheme", "http", "--out", str(plan_path),
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    plan = pl.read_parquet(plan_path)
+    before = pl.read_parquet(planned.run_dir / "pages.parquet").filter(pl.col("status") == 200)
+    run = tmp_path / "recrawl"
+    with TestWebProcess(WEB, tmp_path / "web") as web:  # the same web: unchanged pages answer 304
+        crawl = hostcrawl(
+            "crawl", "--plan", str(plan_path), "--out", str(run), "--proxy", web.proxy_url,
+            "--allow-private", "--min-delay", "0.05", "--timeout", "3", "--no-progress",
+        )  # fmt: skip
+    assert crawl.returncode == 0, crawl.stderr[-3000:]
+    # no --previous: the plan names its source run, whose pages are revisited with conditional GETs
+    assert str(planned.run_dir.resolve()) in (run / "config.toml").read_text()
+    stats = json.loads((run / "stats.json").read_text())
+    assert stats.get("revisit/conditional_get", 0) > 0
+    pages = pl.read_parquet(run / "pages.parquet").filter(pl.col("status").is_not_null())
+    not_modified = pages.filter(pl.col("status") == 304)
+    assert not_modified.height > 0 and set(not_modified["url"]) <= set(before["url"])
+    # the source run's pages of hosts outside the plan are not seeded: they have no budget in it
+    assert set(pages["host"]) <= set(plan["host"])
