@@ -177,13 +177,16 @@ class RevisitMiddleware:
 
     def process_request(self, request: Request, spider: Any = None) -> None:
         capture = self.previous.get(request.url)
-        if capture is None or request.method != "GET" or not (capture.etag or capture.last_modified):
+        if capture is None or request.method != "GET":
+            return
+        request.meta[PREVIOUS_META] = capture  # an unchanged 200 is then a digest revisit
+        if not (capture.etag or capture.last_modified):  # the server sent no validators: a plain GET
+            self.stats.inc_value("revisit/plain_get")
             return
         if capture.etag:
             request.headers[b"If-None-Match"] = capture.etag
         if capture.last_modified:
             request.headers[b"If-Modified-Since"] = capture.last_modified
-        request.meta[PREVIOUS_META] = capture
         self.stats.inc_value("revisit/conditional_get")
 
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:

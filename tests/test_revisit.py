@@ -155,6 +155,35 @@ def test_identical_payload_digest_revisit_record(tmp_path: Path) -> None:
     _warcs_pass_check(tmp_path)
 
 
+def test_a_server_without_validators_is_revisited_by_payload_digest(tmp_path: Path) -> None:
+    plain = TestWebConfig(n_hosts=6, seed=5, hostile_share=0, directives_share=0, validators_share=0.0)
+    first = _crawl(tmp_path, "first", plain, "--seeds", str(tmp_path / "seeds.txt"), "--max-pages", "30")
+    assert first.process.returncode == 0, first.process.stderr[-3000:]
+    before = pl.read_parquet(first.run / "pages.parquet").filter(pl.col("status") == 200)
+    urls = set(before["url"])
+    again = _crawl(tmp_path, "again", plain, "--previous", str(first.run), "--max-pages", "60", "--same-host")
+    assert again.process.returncode == 0, again.process.stderr[-3000:]
+    # No validators to send: every page comes back whole, with the payload it had
+    log = read_request_log(again.web / "requests.jsonl")
+    log = log.with_columns(url=pl.lit("http://") + pl.col("host") + pl.col("path"))
+    asked = log.filter(pl.col("url").is_in(list(urls)))
+    assert asked.height == len(urls) and (asked["status"] == 200).all()
+    after = pl.read_parquet(again.run / "pages.parquet").filter(pl.col("url").is_in(list(urls)))
+    assert (after["revisit"] == IDENTICAL).all() and after.height == len(urls)
+    # ... and is archived as an identical-payload-digest revisit of the earlier capture, not a response
+    earlier = {h["WARC-Target-URI"]: h for t, h, s in _records(first.run) if t == "response" and s == "200"}
+    records = _records(again.run)
+    revisits = {h["WARC-Target-URI"]: h for t, h, _s in records if t == "revisit"}
+    assert urls <= set(revisits)
+    assert not urls & {h["WARC-Target-URI"] for t, h, _s in records if t == "response"}
+    for url in urls:
+        assert revisits[url]["WARC-Profile"] == REVISIT_PROFILES[IDENTICAL]
+        assert revisits[url]["WARC-Payload-Digest"] == earlier[url]["WARC-Payload-Digest"]
+        assert revisits[url]["WARC-Refers-To"] == earlier[url]["WARC-Record-ID"]
+    assert not urls & {d["metadata"]["url"] for d in read_text_shards(again.run / "text")}
+    _warcs_pass_check(again.run)
+
+
 def test_previous_must_be_a_run_directory(tmp_path: Path) -> None:
     out = tmp_path / "run"
     process = hostcrawl("crawl", "--previous", str(tmp_path), "--out", str(out), "--no-progress")

@@ -56,6 +56,7 @@ class TestWebConfig:
     # Revisits: the web as of this epoch; each page changes in each epoch with this probability.
     epoch: int = 0
     change_share: float = 0.2
+    validators_share: float = 1.0  # hosts whose answers carry ETag and Last-Modified (the others send none)
     # Graded webs (testweb/graded.py): pages of graded quality (good, mediocre, junk) drawn lazily, and
     # host quality tied to size, in-links and language by the fields below (ignored otherwise).
     graded: bool = False
@@ -82,6 +83,7 @@ class TestWebConfig:
             "directives_share",
             "duplicate_share",
             "change_share",
+            "validators_share",
         ):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1]")

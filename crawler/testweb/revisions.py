@@ -5,7 +5,7 @@ The web of epoch 0 is the one the seed describes. Advancing to epoch e changes e
 changed page carries a visible revision note in its body (robots.txt and sitemaps do not change). Every 200
 answer gets an ETag (a hash of the body it sends) and a Last-Modified date (a base date plus the page's
 number of revisions, in days), and a request whose If-None-Match or If-Modified-Since still matches gets a
-bodiless 304.
+bodiless 304; hosts outside `validators_share` send neither, as many real servers do.
 """
 
 from __future__ import annotations
@@ -40,9 +40,17 @@ def with_validators(cfg: TestWebConfig, host: str, path: str, r: Rendered) -> Re
     if version:
         note = f'<p class="revision">Updated: revision {version} of this page.</p></body>'.encode()
         r.body = r.body.replace(b"</body>", note, 1) if b"</body>" in r.body else r.body + note
-    r.headers["ETag"] = '"' + hashlib.sha1(r.body).hexdigest()[:20] + '"'
-    r.headers["Last-Modified"] = format_datetime(BASE_DATE + timedelta(days=version), usegmt=True)
+    if sends_validators(cfg, host):
+        r.headers["ETag"] = '"' + hashlib.sha1(r.body).hexdigest()[:20] + '"'
+        r.headers["Last-Modified"] = format_datetime(BASE_DATE + timedelta(days=version), usegmt=True)
     return r
+
+
+def sends_validators(cfg: TestWebConfig, host: str) -> bool:
+    """Does this host answer with validators (the share `validators_share`, chosen by a hash of its name)?
+    The others answer every GET in full, so a revisit can only compare payload digests."""
+    digest = hashlib.blake2b(f"{cfg.seed}|{host}|validators".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") < cfg.validators_share * HASH_SPACE
 
 
 def not_modified(request_headers: Mapping[str, str], r: Rendered) -> bool:
