@@ -135,7 +135,9 @@ class Politeness:
         elif response is not None:
             state.failures = state.network_failures = 0
         elif error is not None and failure_reason(error) in NETWORK_FAILURES:
-            wait = self._network_failure(key, state, failure_reason(error))
+            # robots.txt has its own attempt limit (crawler/robots.py): it backs off, trips no breaker
+            robots = bool(request.meta.get("dont_obey_robotstxt"))
+            wait = self._network_failure(key, state, failure_reason(error), count=not robots)
         state.last_end = time.monotonic()
         self._announce(key, state, state.last_end + wait)
         slot = self._slot(key)
@@ -161,10 +163,13 @@ class Politeness:
         logger.info("backing off %s for %.1fs after HTTP %s", host, wait, response.status)
         return wait
 
-    def _network_failure(self, host: str, state: HostPoliteness, reason: str) -> float:
-        state.network_failures += 1
+    def _network_failure(self, host: str, state: HostPoliteness, reason: str, count: bool = True) -> float:
+        """Exponential backoff after a timeout or reset; `breaker_failures` in a row block the host."""
         self.crawler.stats.inc_value(f"politeness/backoff/{reason}")
-        if state.network_failures >= self.breaker:
+        if not count:
+            return min(self.backoff_max, max(state.delay, self.backoff_base))
+        state.network_failures += 1
+        if state.network_failures == self.breaker:
             self._block(host, "network_errors")
         return min(self.backoff_max, max(state.delay, self.backoff_base * 2 ** (state.network_failures - 1)))
 

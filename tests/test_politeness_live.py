@@ -1,6 +1,7 @@
 """Politeness on the real web's terms, through a real crawl of the test web without --allow-private:
-robots.txt that answers 429, times out or disallows everything, an hour of Retry-After, redirects to
-private and CGNAT addresses. Checked from the server's side (its request log) and in the stats."""
+robots.txt that answers 429 or 503, times out or disallows everything, an hour or two days of
+Retry-After, pages that always time out, redirects to private and CGNAT addresses. Checked from the
+server's side (its request log) and in the stats."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 from crawler.testweb.politeness_hosts import (
     ADDRESSES_FILE,
     POLITENESS_KINDS,
+    RETRY_DAYS_S,
     RETRY_HOUR_S,
     ROBOTS_429_RETRY_AFTER,
     ROBOTS_429_TIMES,
@@ -32,6 +34,8 @@ MIN_DELAY = 0.4
 USER_AGENT = "hostcrawl-polite/1.0"
 ROBOTS_ATTEMPTS = ROBOTS_429_TIMES + 1
 SHARED = 3  # hosts on one address, and hosts of one registered domain
+BREAKER = 3  # page_timeout's timeouts in a row before its host is blocked
+BACKOFF_BASE = 1.0
 
 
 @dataclass
@@ -52,7 +56,7 @@ class Crawl:
 def crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crawl]:
     base = tmp_path_factory.mktemp("polite")
     web_config = TestWebConfig(
-        n_hosts=16,
+        n_hosts=19,
         seed=7,
         hostile_share=0.0,
         politeness_hosts=POLITENESS_KINDS,
@@ -67,7 +71,8 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crawl]:
             "[politeness]\n"
             f'hosts_file = "{web_dir / ADDRESSES_FILE}"\n'
             f"robots_attempts = {ROBOTS_ATTEMPTS}\n"  # robots_429 gets through, robots_timeout does not
-            "backoff_base = 1.0\n"
+            f"backoff_base = {BACKOFF_BASE}\n"
+            f"breaker_failures = {BREAKER}\n"
         )
         seeds = base / "seeds.txt"
         seeds.write_text("\n".join(web.seed_urls) + "\n")
@@ -112,8 +117,38 @@ def test_unreachable_robots_is_retried_then_the_host_is_blocked(crawl: Crawl) ->
     assert rows.height == ROBOTS_ATTEMPTS, "robots.txt is tried a few times, then the host is given up"
     starts, ends = rows["ts_start"].to_list(), rows["ts_end"].to_list()
     assert all(b - a >= 0.9 for a, b in zip(ends, starts[1:], strict=False)), "retried without backoff"
-    assert crawl.stats.get("host/blocked/robots_unavailable", 0) == 1
+    assert crawl.stats.get("host/blocked/robots_unavailable", 0) == 2  # this host and robots_5xx's
     assert crawl.stats.get("robotstxt/unavailable/timeout", 0) == ROBOTS_ATTEMPTS
+
+
+def test_robots_answering_503_means_not_now_then_the_host_is_given_up(crawl: Crawl) -> None:
+    rows = crawl.requests_to("robots_5xx")
+    assert set(rows["path"].to_list()) == {"/robots.txt"}, "a page was fetched while robots.txt said 503"
+    assert rows.height == ROBOTS_ATTEMPTS and (rows["status"] == 503).all()
+    starts, ends = rows["ts_start"].to_list(), rows["ts_end"].to_list()
+    assert all(b - a >= 0.9 for a, b in zip(ends, starts[1:], strict=False)), "retried without backoff"
+    assert crawl.stats.get("robotstxt/unavailable/http_503", 0) == ROBOTS_ATTEMPTS
+
+
+def test_pages_that_always_time_out_back_the_host_off_then_trip_the_breaker(crawl: Crawl) -> None:
+    rows = crawl.requests_to("page_timeout").filter(pl.col("path") != "/robots.txt")
+    assert rows.height == BREAKER, "the host was not blocked after its timeouts in a row"
+    starts = rows["ts_start"].to_list()
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    # each attempt waits out the 2 s timeout, then an exponential backoff: 1 s, then 2 s
+    for i, gap in enumerate(gaps):
+        assert gap >= 2.0 + BACKOFF_BASE * 2**i - 0.1, f"attempt {i + 2} came {gap:.1f}s after the last"
+    assert crawl.stats.get("host/blocked/network_errors", 0) == 1
+    # robots_timeout's robots.txt timeouts back its host off too (they are counted), but they trip no
+    # breaker: robots.txt has its own attempt limit
+    assert crawl.stats.get("politeness/backoff/timeout", 0) == BREAKER + ROBOTS_ATTEMPTS
+
+
+def test_a_retry_after_of_days_drops_the_host_with_its_reason(crawl: Crawl) -> None:
+    rows = crawl.requests_to("retry_days").filter(pl.col("path") != "/robots.txt")
+    assert rows.height == 1, "the host was asked again within its Retry-After"
+    assert rows["retry_after"].to_list() == [RETRY_DAYS_S]
+    assert crawl.stats.get("host/blocked/retry_after_too_long", 0) == 1
 
 
 def test_robots_disallowing_everything_blocks_the_host_at_once(crawl: Crawl) -> None:

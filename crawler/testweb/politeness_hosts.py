@@ -1,6 +1,7 @@
-"""Hosts that test a crawler's politeness on the real web's terms: robots.txt that answers 429, times out
-or disallows everything, an hour of Retry-After, redirects to private and CGNAT addresses, hosts on
-one shared address (`shared_ip_hosts`) and a wildcard subdomain farm (`farm_hosts`, model.py).
+"""Hosts that test a crawler's politeness on the real web's terms: robots.txt that answers 429 or 503,
+times out or disallows everything, an hour (or days) of Retry-After, pages that always time out,
+redirects to private and CGNAT addresses, hosts on one shared address (`shared_ip_hosts`) and a
+wildcard subdomain farm (`farm_hosts`, model.py).
 
 Opt-in (`TestWebConfig.politeness_hosts`): host i gets the i-th kind named there, so the generated web
 is unchanged for everyone else. `addresses()` is the test web's resolver: an /etc/hosts-style table
@@ -16,11 +17,22 @@ if TYPE_CHECKING:
     from crawler.testweb.model import HostSpec, SiteModel
     from crawler.testweb.site import Rendered
 
-POLITENESS_KINDS = ("robots_429", "robots_timeout", "robots_disallow_all", "retry_hour", "redirect_private")
+POLITENESS_KINDS = (
+    "robots_429",
+    "robots_timeout",
+    "robots_disallow_all",
+    "retry_hour",
+    "redirect_private",
+    "robots_5xx",  # robots.txt answers 503, always: "not now", retried, then the host is given up
+    "page_timeout",  # robots.txt is served, every page outlasts the crawler's timeout: the circuit breaker
+    "retry_days",  # 429 with a Retry-After beyond any park: the host is dropped, with its reason
+)
 ROBOTS_429_TIMES = 2  # a robots_429 host answers 429 to its first robots.txt requests, then serves it
 ROBOTS_429_RETRY_AFTER = 2
 ROBOTS_TIMEOUT_S = 60.0  # longer than any crawler timeout
 RETRY_HOUR_S = 3600
+RETRY_DAYS_S = 2 * 86400
+PAGE_TIMEOUT_S = 60.0
 ADDRESSES_FILE = "addresses.txt"
 SHARED_ADDRESS = "45.255.0.1"
 # /go/<name> on a redirect_private host answers 302 to a target no crawler may fetch
@@ -67,10 +79,16 @@ def politeness_route(model: SiteModel, spec: HostSpec, path: str) -> Rendered | 
             return Rendered(200, dict(text), body, delay=ROBOTS_TIMEOUT_S)
         if kind == "robots_disallow_all":
             return Rendered(200, dict(text), b"User-agent: *\nDisallow: /\n")
+        if kind == "robots_5xx":
+            return Rendered(503, dict(text), b"503 Service Unavailable\n")
         return None
-    if kind == "retry_hour":
-        headers = {**text, "Retry-After": str(RETRY_HOUR_S)}
-        return Rendered(429, headers, b"429 Too Many Requests\n")
+    if kind in ("retry_hour", "retry_days"):
+        retry_after = RETRY_HOUR_S if kind == "retry_hour" else RETRY_DAYS_S
+        return Rendered(429, {**text, "Retry-After": str(retry_after)}, b"429 Too Many Requests\n")
+    if kind == "page_timeout":
+        return Rendered(
+            200, {"Content-Type": "text/html; charset=utf-8"}, b"<html></html>", delay=PAGE_TIMEOUT_S
+        )
     if kind == "redirect_private" and path in GO_PATHS:
         target = PRIVATE_REDIRECTS[path.removeprefix("/go/")].format(index=spec.index)
         return Rendered(302, {**text, "Location": target}, b"Moved\n")
