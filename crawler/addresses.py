@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest
 from scrapy.resolver import CachingThreadedResolver
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
@@ -94,12 +94,12 @@ def read_hosts_file(path: Path) -> dict[str, list[IPAddress]]:
 
 
 class PrivateAddressGuard:
-    """Refuses requests whose target is not a public address, unless the crawl allows private ones."""
+    """Refuses requests whose target is not a public address, unless the crawl allows private ones; in
+    both cases it tells the politeness groups which address each host is on."""
 
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
-        if settings.getbool("HOSTCRAWL_ALLOW_PRIVATE"):
-            raise NotConfigured
+        self.allow_private = settings.getbool("HOSTCRAWL_ALLOW_PRIVATE")
         self.crawler = crawler
         self.ttl = settings.getfloat("HOSTCRAWL_ADDRESS_TTL", 300.0)
         self.proxied = bool(settings.get("HOSTCRAWL_PROXY"))
@@ -115,7 +115,7 @@ class PrivateAddressGuard:
     def discovered(self, host: str) -> None:
         """A host the hosts file knows joins its address's politeness group before its first request."""
         listed = self.hosts_file.get(host)
-        if listed and not any(address_class(a) for a in listed):
+        if listed and (self.allow_private or not any(address_class(a) for a in listed)):
             self._announce(host, listed)
 
     def _announce(self, host: str, addresses: list[IPAddress]) -> None:
@@ -131,14 +131,14 @@ class PrivateAddressGuard:
             self.verdicts[host] = (reason, now + self.ttl)
         else:
             reason = cached[0]
-        if reason is not None:
+        if reason is not None and not self.allow_private:
             self._refuse(host, reason)
 
     def check_connected(self, request: Request, response: Response) -> Response:
         """The address the connection reached, when it went straight to the host (not via a proxy);
         the download handler calls this before any middleware sees the response."""
         address = response.ip_address
-        if address is None or "proxy" in request.meta:
+        if address is None or "proxy" in request.meta or self.allow_private:
             return response
         reason = address_class(address)
         if reason is not None:
@@ -156,9 +156,9 @@ class PrivateAddressGuard:
 
     async def _classify(self, host: str) -> str | None:
         addresses = self.known_addresses(host)
-        if addresses is None:
-            addresses = await self._dns(host)
-        return self.verdict(host, addresses)
+        if addresses is None and not (self.allow_private and self.proxied):
+            addresses = await self._dns(host)  # (allowing everything behind a proxy: nothing to ask)
+        return self.verdict(host, addresses or [])
 
     def known_addresses(self, host: str) -> list[IPAddress] | None:
         """Addresses known without asking DNS: a literal, a loopback name, the hosts file; else None."""
@@ -177,10 +177,10 @@ class PrivateAddressGuard:
                 return None
             return "unresolvable"
         reasons = [r for r in map(address_class, addresses) if r is not None]
-        if reasons:
+        if reasons and not self.allow_private:
             return reasons[0]
-        self._announce(host, addresses)
-        return None
+        self._announce(host, addresses)  # with --allow-private, private hosts share address groups too
+        return reasons[0] if reasons else None
 
     async def _dns(self, host: str) -> list[IPAddress]:
         from twisted.internet import reactor

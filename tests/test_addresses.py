@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
 from crawler.addresses import GuardedResolver, PrivateAddressGuard, address_class, read_hosts_file
+from scheduler.scrapy_scheduler import host_address
 
 
 @pytest.mark.parametrize(
@@ -120,3 +122,26 @@ def test_connections_never_go_to_a_forbidden_address(tmp_path: Path) -> None:
     allowing = GuardedResolver(None, 0, 5.0, hosts, allow_private=True)
     allowing.getHostByName("rebound.example").addBoth(answers.append)
     assert answers[4] == "127.0.0.1", "--allow-private: the hosts file still answers"
+
+
+def test_allow_private_lifts_the_refusals_but_keeps_the_address_groups(tmp_path: Path) -> None:
+    """With --allow-private the guard refuses nothing, and still tells the politeness groups which
+    address each host is on: hosts sharing one private address still share one connection."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("10.0.0.7 a.internal.example b.internal.example\n")
+    guard = _guard(HOSTCRAWL_HOSTS_FILE=str(hosts), HOSTCRAWL_ALLOW_PRIVATE=True)
+    heard: list[tuple[str, str]] = []
+
+    def hear(host: str, address: str) -> None:
+        heard.append((host, address))
+
+    guard.crawler.signals.connect(hear, signal=host_address)
+    guard.discovered("a.internal.example")
+    asyncio.run(guard.process_request(Request("http://b.internal.example/")))  # not refused
+    assert heard == [("a.internal.example", "10.0.0.7"), ("b.internal.example", "10.0.0.7")]
+    request = Request("http://a.internal.example/")
+    response = Response(request.url, request=request, ip_address=ipaddress.ip_address("10.0.0.7"))
+    assert guard.check_connected(request, response) is response
+    refusing = _guard(HOSTCRAWL_HOSTS_FILE=str(hosts))
+    with pytest.raises(IgnoreRequest, match="private"):
+        asyncio.run(refusing.process_request(Request("http://b.internal.example/")))
