@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import datetime
 from importlib import metadata
@@ -275,9 +276,9 @@ def create_run_dir(run_dir: Path) -> None:
         raise ConfigError(f"--out {run_dir}: exists and is not a directory")
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
-        probe = run_dir / ".hostcrawl-write-test"
+        probe = run_dir / f".hostcrawl-write-test-{os.getpid()}"  # workers of one run start together
         probe.touch()
-        probe.unlink()
+        probe.unlink(missing_ok=True)
     except OSError as exc:
         raise ConfigError(f"--out {run_dir}: cannot create the run directory ({exc.strerror})") from None
 

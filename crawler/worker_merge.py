@@ -35,21 +35,35 @@ ALIVE_S = 15.0  # a worker that has not sent its heartbeat (every second) for th
 MERGE_LOCK_S = 600
 
 
-def live_workers(frontier: RedisFrontier, but: str = "") -> list[str]:
+SILENT_S = 3.0  # a worker whose heartbeat is this late may have died: the last one waits to see
+
+
+def live_workers(frontier: RedisFrontier, but: str = "") -> dict[str, float]:
+    """Workers not finished that sent a heartbeat within ALIVE_S: name -> seconds since the last one."""
     now = time.time()
-    return [
-        worker
+    ages = {
+        worker: now - float(info.get("seen", 0))
         for worker, info in frontier.workers().items()
-        if worker != but and not info.get("finished") and now - float(info.get("seen", 0)) < ALIVE_S
-    ]
+        if worker != but and not info.get("finished")
+    }
+    return {worker: age for worker, age in ages.items() if age < ALIVE_S}
 
 
 def merge_if_last(
     run_dir: Path, frontier: RedisFrontier, worker: str, config: CrawlConfig
 ) -> dict[str, Any] | None:
-    """The last worker to finish merges (once: a lock in Redis); the others leave it to that one."""
+    """The last worker to finish merges (once: a lock in Redis); the others leave it to that one.
+
+    A worker killed moments ago still looks alive for ALIVE_S: while every other unfinished worker is
+    silent, this one waits for them to be declared gone rather than leave the run unmerged.
+    """
     try:
-        if live_workers(frontier, but=worker) or frontier.pending():
+        deadline = time.monotonic() + ALIVE_S
+        while live := live_workers(frontier, but=worker):
+            if min(live.values()) < SILENT_S or time.monotonic() > deadline or frontier.pending():
+                return None  # a worker still running (it merges when it ends), or work left
+            time.sleep(0.5)
+        if frontier.pending():
             return None
         if not frontier.client.set(frontier.key("merge_lock"), worker, nx=True, ex=MERGE_LOCK_S):
             return None

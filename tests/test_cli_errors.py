@@ -398,3 +398,21 @@ def test_an_unreachable_robots_txt_is_not_recorded_as_a_refusal_by_the_host() ->
     outcome = with_outcome(rows)
     assert outcome["outcome"].to_list() == ["failed", "robots_refused", "fetched"]
     assert outcome["kind"].to_list() == [None, None, "sitemap"] and outcome["error"][2] is None
+
+
+def test_workers_of_one_run_create_its_directory_together(tmp_path: Path) -> None:
+    """Workers of a distributed run start at once with the same --out: creating and probing it must not
+    trip over another process doing the same (one worker once failed with 'cannot create')."""
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom crawler.cli import create_run_dir\n"
+        "for _ in range(300):\n    create_run_dir(Path(sys.argv[1]))\n"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(tmp_path / "run")], stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], errors
+    assert list((tmp_path / "run").iterdir()) == [], "a probe file was left behind"

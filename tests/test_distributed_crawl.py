@@ -206,7 +206,10 @@ def test_redis_stopped_for_ten_seconds_pauses_the_workers(tmp_path: Path, redis_
     served = workers.served_pages()
     lost = set(("http://" + served["host"] + served["path"]).to_list()) - set(merged)
     assert not lost, sorted(lost)[:10]
-    assert stats["frontier/run/spent"] == 160  # and the run went on to spend its whole budget
+    # and the run went on after the outage: it spent its whole budget, or it ran out of URLs to fetch
+    # (adaptive may drop most of a 30-host web's hosts once it has their samples: CI once saw 152 of 160)
+    queued = pl.read_parquet(workers.run_dir / "hosts.parquet")["queued"].sum()
+    assert stats["frontier/run/spent"] == 160 or queued == 0, (stats["frontier/run/spent"], queued)
 
 
 def test_frontier_status_reports_the_finished_run(three: Workers, redis_server: RedisServer) -> None:

@@ -158,8 +158,12 @@ def test_crawl_killed_three_times_resumes_without_losing_anything(tmp_path: Path
     assert requeued > 0, "no kill landed mid-crawl"
     assert twice <= requeued, f"{twice} pages fetched twice, only {requeued} were in flight"
 
-    # the budget holds across the restarts and politeness held in every segment
-    assert fetched.height >= BUDGET * 0.9
+    # the budget holds across the restarts: the run spent all of it, and no more than a refetch of what
+    # was in flight at each kill. A retried fetch (the 5xx and slow hosts) spends budget but makes one
+    # row, so rows alone undercount what was spent (CI once saw 414 rows for the 500 fetches).
+    assert BUDGET <= stats["frontier/fetched"] <= BUDGET + KILLS * CONCURRENCY
+    assert fetched.height + stats.get("retry/count", 0) >= BUDGET * 0.9
+    # and politeness held in every segment
     _, audit = audit_test_web(web_dir, model, 0.05, "hostcrawl")
     assert audit.overlapping == 0 and audit.too_fast == 0 and audit.disallowed == 0, audit.examples
 
