@@ -23,7 +23,7 @@ WAITS_SAMPLED = 1000  # hosts waiting for politeness looked at for the mean wait
 
 
 def worker_rows(frontier: RedisFrontier, now: float) -> dict[str, dict[str, Any]]:
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for worker, info in sorted(frontier.workers().items()):
         age = now - float(info.get("seen", 0))
         state = "finished" if info.get("finished") else ("running" if age < ALIVE_S else "gone")
@@ -35,6 +35,8 @@ def worker_rows(frontier: RedisFrontier, now: float) -> dict[str, dict[str, Any]
             "fetched": int(info.get("fetched", 0)),
             "leases": int(info.get("leases", 0)),
             "pid": info.get("pid"),
+            "scores_pending": int(info.get("scores_pending") or 0),
+            "gauges": info.get("gauges") if isinstance(info.get("gauges"), dict) else {},
         }
     return out
 
@@ -78,6 +80,11 @@ def run_snapshot(frontier: RedisFrontier, curve: list[list[float]] | None = None
     if curve is not None:
         curve.append([round(elapsed, 1), fetched, count["curated"]])
     live = [w for w in workers.values() if w["state"] in ("running", "paused")]
+
+    def gauges(part: str, name: str) -> int:
+        """A worker gauge (crawler/status.py's WorkerGauges) summed over the running workers."""
+        return sum(int((w["gauges"].get(part) or {}).get(name) or 0) for w in live)
+
     return {
         "state": "finished" if not live and view["leases"] == 0 and workers else "running",
         "finish_reason": None,
@@ -100,21 +107,21 @@ def run_snapshot(frontier: RedisFrontier, curve: list[list[float]] | None = None
             "hosts_waiting": view["hosts_waiting"],
             "mean_wait_s": hosts["mean_wait_s"],
             "hosts_tracked": view["hosts_known"],
-            "hosts_backing_off": 0,
-            "hosts_with_crawl_delay": 0,
-            "hosts_too_slow": 0,
+            "hosts_backing_off": gauges("politeness", "hosts_backing_off"),
+            "hosts_with_crawl_delay": gauges("politeness", "hosts_with_crawl_delay"),
+            "hosts_too_slow": gauges("politeness", "hosts_too_slow"),
             "backoffs": count["backoffs"],
             "retry_after_honoured": count["retry_after_honoured"],
             "parked": count["parked"],
         },
-        "cleaning": {  # each worker cleans its own pages: their queues are theirs (see each worker's page)
+        "cleaning": {  # each worker cleans its own pages: these are the sums over the running workers
             "cleaner": stats.get("hostcrawl/cleaner") or "",
-            "workers": len(live),
-            "queue_pages": 0,
-            "queue_limit": 0,
-            "held_back_pages": 0,
-            "batches_in_pool": 0,
-            "scores_pending": 0,
+            "workers": gauges("cleaning", "workers"),
+            "queue_pages": gauges("cleaning", "queue_pages"),
+            "queue_limit": gauges("cleaning", "queue_limit"),
+            "held_back_pages": gauges("cleaning", "held_back_pages"),
+            "batches_in_pool": gauges("cleaning", "batches_in_pool"),
+            "scores_pending": sum(w["scores_pending"] for w in live),
             "score_lag_scored": 0,
             "score_lag_sum": 0,
             "score_lag_mean": None,

@@ -32,6 +32,7 @@ EXTENSIONS = {
     "crawler.politeness.Politeness": 10,
     "crawler.limits.ResponseSizeCap": 10,
     "crawler.status.CrawlStatus": 490,  # the snapshot the progress line and the status page show
+    "crawler.status.WorkerGauges": 495,  # a distributed run's worker: its gauges go with its heartbeat
     "crawler.progress.LiveProgress": 500,
     "crawler.plan_seeds.PlanBudgetSpill": 20,  # only with a recrawl plan
     "crawler.status_server.StatusServer": 510,

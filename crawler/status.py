@@ -35,6 +35,7 @@ HOSTS_SCANNED_PER_SECOND = 20_000  # host-table scans are spaced so that they co
 RATE_WINDOW_S = 10.0  # pages/s is measured over this window
 CURVE_POINTS = 600  # the curve keeps the whole crawl: older points are thinned to stay under this
 TOP_HOSTS = 10
+WORKER_GAUGES_EVERY_S = 2.0
 HOST_STATES = tuple(state.value for state in HostState)
 STATE_OF = operator.attrgetter("state")
 
@@ -229,21 +230,7 @@ class CrawlStatus:
 
     def _scan_politeness(self) -> dict[str, int]:
         """Politeness's per-host table, scanned with the scheduler's (as often, and no more)."""
-        politeness = self.crawler.get_extension(Politeness)
-        if politeness is None:
-            return {
-                "hosts_tracked": 0,
-                "hosts_backing_off": 0,
-                "hosts_with_crawl_delay": 0,
-                "hosts_too_slow": 0,
-            }
-        states = list(politeness.hosts.values())
-        return {
-            "hosts_tracked": len(states),
-            "hosts_backing_off": sum(1 for s in states if s.failures or s.network_failures),
-            "hosts_with_crawl_delay": sum(1 for s in states if s.delay > politeness.min_delay),
-            "hosts_too_slow": len(politeness.too_slow),
-        }
+        return politeness_gauges(self.crawler)
 
     def _politeness(self, count: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -256,22 +243,78 @@ class CrawlStatus:
         }
 
     def _cleaning(self, frontier: HostFrontier | None) -> dict[str, Any]:
-        pipeline = self.crawler.get_item_pipeline(CleanScoreStorePipeline)
-        batcher = getattr(pipeline, "batcher", None)
         lag = frontier.score_lag if frontier is not None else None
         return {
-            "cleaner": self.crawler.settings.get("HOSTCRAWL_CLEANER"),
-            "workers": getattr(batcher, "workers", 0),
-            "queue_pages": getattr(batcher, "in_flight", 0),  # admitted, waiting for their batch's result
-            "queue_limit": getattr(batcher, "max_in_flight", 0),
-            "held_back_pages": getattr(batcher, "waiting", 0),  # backpressure: not admitted yet
-            "batches_in_pool": getattr(batcher, "in_pool", 0),
+            **cleaning_gauges(self.crawler),
             "scores_pending": frontier.unobserved if frontier is not None else None,
             "score_lag_scored": lag.pages if lag is not None else 0,
             "score_lag_sum": lag.total if lag is not None else 0,
             "score_lag_mean": round(lag.total / lag.pages, 1) if lag is not None and lag.pages else None,
             "score_lag_max": lag.peak if lag is not None else None,
         }
+
+
+def cleaning_gauges(crawler: Crawler) -> dict[str, Any]:
+    """The cleaning pipeline's queue, as the status page shows it."""
+    pipeline = crawler.get_item_pipeline(CleanScoreStorePipeline)
+    batcher = getattr(pipeline, "batcher", None)
+    return {
+        "cleaner": crawler.settings.get("HOSTCRAWL_CLEANER"),
+        "workers": getattr(batcher, "workers", 0),
+        "queue_pages": getattr(batcher, "in_flight", 0),  # admitted, waiting for their batch's result
+        "queue_limit": getattr(batcher, "max_in_flight", 0),
+        "held_back_pages": getattr(batcher, "waiting", 0),  # backpressure: not admitted yet
+        "batches_in_pool": getattr(batcher, "in_pool", 0),
+    }
+
+
+def politeness_gauges(crawler: Crawler) -> dict[str, int]:
+    """Hosts the politeness extension is backing off, slowing down (Crawl-delay) or skipping."""
+    politeness = crawler.get_extension(Politeness)
+    if politeness is None:
+        return {"hosts_tracked": 0, "hosts_backing_off": 0, "hosts_with_crawl_delay": 0, "hosts_too_slow": 0}
+    states = list(politeness.hosts.values())
+    return {
+        "hosts_tracked": len(states),
+        "hosts_backing_off": sum(1 for s in states if s.failures or s.network_failures),
+        "hosts_with_crawl_delay": sum(1 for s in states if s.delay > politeness.min_delay),
+        "hosts_too_slow": len(politeness.too_slow),
+    }
+
+
+class WorkerGauges:
+    """Scrapy extension of a distributed run's worker: its cleaning and politeness gauges, computed on
+    the reactor every few seconds and handed to the Redis scheduler, which sends them with its heartbeat
+    so that the run's page (`hostcrawl frontier status --serve`) can add them up over the workers."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        if not crawler.settings.get("HOSTCRAWL_WORKER_ID"):
+            raise NotConfigured
+        self.crawler = crawler
+        self.loop: task.LoopingCall | None = None
+        crawler.signals.connect(self.opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def opened(self) -> None:
+        self.loop = task.LoopingCall(self.tick)
+        self.loop.start(WORKER_GAUGES_EVERY_S, now=True)
+
+    def closed(self) -> None:
+        if self.loop is not None and self.loop.running:
+            self.loop.stop()
+        self.tick()  # the last heartbeat says the queues are empty
+
+    def tick(self) -> None:
+        scheduler = getattr(self.crawler.engine, "scheduler", None)
+        if scheduler is not None and hasattr(scheduler, "gauges"):  # one new dict: read by another thread
+            scheduler.gauges = {
+                "cleaning": cleaning_gauges(self.crawler),
+                "politeness": politeness_gauges(self.crawler),
+            }
 
 
 def scan_hosts_empty() -> dict[str, Any]:

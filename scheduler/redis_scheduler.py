@@ -74,6 +74,7 @@ class RedisHostScheduler(HostScheduler):
         self.ready_at: dict[str, float] = {}  # politeness: host -> monotonic time (host_ready_at)
         self.seq = 0
         self.boost = 0.0
+        self.gauges: dict[str, Any] = {}  # the crawler's cleaning and politeness gauges (set on the reactor)
         # A host is released when its response has passed the downloader middlewares, which may fetch
         # more of it first (tdmrep.json): from then on its delay runs, for every worker.
         crawler.signals.connect(self.response_received, signal=signals.response_received)
@@ -133,7 +134,13 @@ class RedisHostScheduler(HostScheduler):
         return max(0, min(self.slots - self.fetching, INBOX) - len(self.inbox))
 
     def _info(self) -> dict[str, Any]:
-        return {"fetched": self.progress.fetched, "pid": _pid(), "paused": self.link.state.paused}
+        return {
+            "fetched": self.progress.fetched,
+            "pid": _pid(),
+            "paused": self.link.state.paused,
+            "scores_pending": max(0, len(self.leases) - self.fetching),  # fetched, score not back yet
+            "gauges": self.gauges,
+        }
 
     def _claimed(self, claimed: list[Claimed], rows: list[tuple[str, str, dict[str, Any]]]) -> None:
         from twisted.internet import reactor

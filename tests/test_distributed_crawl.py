@@ -17,6 +17,7 @@ from typing import Any
 import polars as pl
 import pytest
 from hostcrawl_cli import HOSTCRAWL, hostcrawl
+from prometheus_client.parser import text_string_to_metric_families
 from redis_server import (
     RedisServer,
     free_port,
@@ -251,8 +252,20 @@ def test_drain_stops_a_run_cleanly_and_the_run_page_shows_it(
                 f"http://127.0.0.1:{port}/api/status", lambda s: s.get("pages", {}).get("fetched")
             )
             assert set(snap["workers"]) == {"w0", "w1"} and snap["pages"]["budget"] == 5000
+            # the workers' own gauges reach the run's page: each one's cleaning queue limit is added up
+            snap = poll_json(
+                f"http://127.0.0.1:{port}/api/status", lambda s: s["cleaning"]["queue_limit"] > 0
+            )
+            limits = [w["gauges"]["cleaning"]["queue_limit"] for w in snap["workers"].values()]
+            assert snap["cleaning"]["queue_limit"] == sum(limits) and min(limits) > 0
+            assert snap["politeness"]["hosts_tracked"] > 0
             metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-            assert "hostcrawl" in metrics
+            families = {f.name: f for f in text_string_to_metric_families(metrics)}
+            fetched = sum(
+                s.value for s in families["hostcrawl_pages_fetched"].samples if s.name.endswith("_total")
+            )
+            assert fetched >= 10, "the run's fetches are counted on its /metrics"
+            assert "hostcrawl_clean_queue_pages" in families
             drained = hostcrawl("frontier", "drain", "--frontier", redis_server.url, "--run", "drain")
             assert drained.returncode == 0, drained.stderr
             codes = workers.wait()
