@@ -53,7 +53,11 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     train.set_defaults(func=cmd_train)
     info = commands.add_parser("info", help="labels, size and the score rule a model would get")
     info.add_argument("model", type=Path, help="fastText model file")
-    info.add_argument("--name", default="model", help="classifier name, to see a preset's rule (dclm, ...)")
+    info.add_argument(
+        "--name",
+        default="model",
+        help="classifier name, to see a preset's rule (dclm, ...; default %(default)s)",
+    )
     info.set_defaults(func=cmd_info)
     parser.set_defaults(func=lambda args: _usage(parser))
     add_clean_commands(subparsers)

@@ -79,7 +79,8 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--curve-shares",
         default=",".join(str(s) for s in CURVE_SHARES),
-        help="budgets (shares of all pages) for the yield-against-budget curve; empty: no curve",
+        help="budgets (shares of all pages) for the yield-against-budget curve; empty: no curve "
+        "(default %(default)s)",
     )
     p.add_argument(
         "--curve-hosts",

@@ -151,7 +151,7 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         default=0.0,
         metavar="SECONDS",
-        help="keep the status page up this long after the crawl ends (a last look, a last scrape)",
+        help="keep the status page up this long after the crawl ends (a last look, a last scrape; default 0)",
     )
     p.set_defaults(func=cmd_crawl)
 

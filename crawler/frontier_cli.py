@@ -46,7 +46,9 @@ def add_frontier_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="PORT",
         help="serve the status page, /api/status and /metrics for the whole run on PORT until Ctrl-C",
     )
-    status.add_argument("--bind", default="127.0.0.1", metavar="ADDR", help="address --serve listens on")
+    status.add_argument(
+        "--bind", default="127.0.0.1", metavar="ADDR", help="address --serve listens on (default %(default)s)"
+    )
     status.set_defaults(func=cmd_status)
     drain = sub.add_parser("drain", help="stop a run cleanly: no new leases; workers finish what they hold")
     _run_options(drain)

@@ -222,7 +222,12 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--cleaner", default="blocks_v1", help=f"one of {', '.join(cleaner_names())} (blocks_v1)")
     p.add_argument("--force", action="store_true", help="overwrite --out and --hosts-out if they exist")
     p.add_argument("--lid", metavar="PATH", help="fastText lid.176.bin/.ftz (default: packaged py3langid)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes (one per core)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="processes (one per core: %(default)s)",
+    )
     p.add_argument("--limit", type=int, help="stop after this many HTML pages")
     p.add_argument("--ensemble", action="store_true", help="add a Nemotron-CC-style ensemble column")
     p.add_argument("--hosts-out", type=Path, help="also write per-host aggregates (hosts.parquet)")

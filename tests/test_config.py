@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -83,6 +85,43 @@ def test_help_explains_the_commands(tmp_path: Path) -> None:
         assert word in result.stdout
     crawl_help = hostcrawl("crawl", "--help", cwd=tmp_path).stdout
     assert "--allow-private" in crawl_help and "--contact" in crawl_help
+
+
+def _options(parser: argparse.ArgumentParser, path: str) -> Iterator[tuple[str, argparse.Action]]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options(sub, f"{path} {name}")
+        elif action.option_strings and not isinstance(
+            action, (argparse._HelpAction, argparse._VersionAction)
+        ):
+            yield path, action
+
+
+def _help_shows_default(action: argparse.Action) -> bool:
+    default, text = action.default, action.help or ""
+    if "default" in text:
+        return True
+    forms = {str(default)}
+    if isinstance(default, int | float):
+        forms |= {f"{default:,}", f"{default:g}"}
+    if isinstance(default, Path):
+        forms.add(default.name)
+    if isinstance(default, list):
+        forms.add(" ".join(map(str, default)))
+    return any(form in text for form in forms)
+
+
+def test_every_option_with_a_default_says_what_it_is_in_its_help() -> None:
+    from crawler.cli import build_parser
+
+    hidden = [
+        f"{path} {action.option_strings[0]}"
+        for path, action in _options(build_parser(), "hostcrawl")
+        if action.default not in (None, False, True, [], argparse.SUPPRESS)
+        and not _help_shows_default(action)
+    ]
+    assert not hidden, f"--help hides these defaults: {hidden}"
 
 
 def test_seeds_file_with_a_byte_order_mark_reads_its_first_line(tmp_path: Path) -> None:
