@@ -41,6 +41,16 @@ def test_ingest_succeeds_and_says_what_it_wrote(tmp_path: Path, capsys: pytest.C
     assert pl.read_parquet(tmp_path / "r.parquet")["host"].to_list() == ["example.com", "other.com"]
 
 
+def test_ingest_replaces_an_existing_output_only_with_force(tmp_path: Path) -> None:
+    src = ranks_file(tmp_path, "1\t3.0E7\t1\t0.5\tcom.example\n")
+    out = tmp_path / "r.parquet"
+    out.write_bytes(b"an earlier result")
+    assert main(["graph", "ingest", str(src), "--out", str(out)]) == EXIT_USAGE
+    assert out.read_bytes() == b"an earlier result"
+    assert main(["graph", "ingest", str(src), "--out", str(out), "--force"]) == EXIT_OK
+    assert pl.read_parquet(out)["host"].to_list() == ["example.com"]
+
+
 def test_ingest_of_a_bad_line_exits_2_naming_file_and_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -232,3 +232,14 @@ def test_real_common_crawl_capture_scores_its_one_html_page(tmp_path: Path) -> N
         "record/request": 1,
         "record/metadata": 1,
     }
+
+
+def test_force_replaces_an_existing_output_whole(
+    tmp_path: Path, pages: list[tuple[str, bytes, bool]]
+) -> None:
+    warc = tmp_path / "crawl.warc.gz"
+    warc.write_bytes(build_warc(pages[:4], extras=False))
+    out = tmp_path / "pages.parquet"
+    out.write_bytes(b"an earlier result")
+    assert score(["--warc", str(warc), "--out", str(out), "--workers", "1", "--force"]) == 0
+    assert pl.read_parquet(out)["url"].to_list() == [url for url, _, _ in pages[:4]]
