@@ -76,6 +76,12 @@ def plan_section(run_dir: Path, config: CrawlConfig) -> list[str]:
         f"{fetched:,} pages from them and curated {got:,} high-quality pages; the plan expected "
         f"{expected:,.0f} ({got / expected if expected else 0:.2f}x).",
     ]
+    unreached = table.filter(pl.col("fetched") == 0)["host"].to_list()
+    if unreached:  # no page answered: a name that does not resolve, a host that is down or refuses us
+        names = ", ".join(unreached[:5]) + (f" and {len(unreached) - 5} more" if len(unreached) > 5 else "")
+        lines.append(
+            f"{len(unreached)} planned hosts answered no page ({names}); their budget went to the next ones."
+        )
     if truth:
         true_got = int(table["true_hq_got"].sum())
         lines.append(

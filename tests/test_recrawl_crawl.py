@@ -79,6 +79,7 @@ def test_plan_crawl_report_end_to_end(planned: PlannedCrawl) -> None:
     # The report compares the plan's expectation with what the crawl got and with the truth.
     report = (run / "report.md").read_text()
     assert "Recrawl plan: expected vs got" in report and "true_hq_got" in report
+    assert f"1 planned hosts answered no page ({UNKNOWN_HOST})" in report
     table = pl.read_parquet(run / "plan_hosts.parquet")
     assert table.height == plan.height
     assert {"expected_hq", "got_hq", "true_hq_got", "true_hq_on_host"} <= set(table.columns)
