@@ -7,6 +7,7 @@ opened in headless chromium. Every figure is checked against what the run direct
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -353,3 +354,34 @@ def test_the_page_needs_nothing_from_outside_and_unknown_paths_are_404(watched: 
     for outside in ('src="http', 'href="http', 'src="//', 'href="//', "@import", "url("):
         assert outside not in page, outside
     assert watched.not_found == 404
+
+
+def test_the_demo_prints_its_status_page_and_serves_it_while_it_crawls(tmp_path: Path) -> None:
+    """`hostcrawl demo` opens the page on a free port by default and says where."""
+    demo = subprocess.Popen(
+        [*HOSTCRAWL, "demo", "--hosts", "30", "--max-pages", "400", "--out", str(tmp_path / "run"),
+         "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    assert demo.stdout is not None
+    seen: list[str] = []
+    try:
+        url = None
+        for line in demo.stdout:
+            seen.append(line)
+            if line.startswith("status page: http://127.0.0.1:"):
+                url = line.split()[2]
+                break
+        assert url is not None, "".join(seen)[-2000:]
+        snap: dict[str, Any] = {}
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not snap.get("pages", {}).get("fetched"):
+            with contextlib.suppress(OSError, ValueError):
+                snap = json.loads(urllib.request.urlopen(url + "api/status", timeout=5).read())
+            time.sleep(0.2)
+        assert snap["state"] == "running" and snap["pages"]["budget"] == 400, snap
+        rest = demo.communicate(timeout=300)[0]
+    finally:
+        demo.kill()
+    assert demo.returncode == 0, (("".join(seen)) + rest)[-3000:]
+    assert "politeness audit (server side): clean" in rest
