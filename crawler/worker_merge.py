@@ -60,8 +60,8 @@ def merge_if_last(
     try:
         deadline = time.monotonic() + ALIVE_S
         while live := live_workers(frontier, but=worker):
-            if min(live.values()) < SILENT_S or time.monotonic() > deadline or frontier.pending():
-                return None  # a worker still running (it merges when it ends), or work left
+            if min(live.values()) < SILENT_S or time.monotonic() > deadline:
+                return None  # a worker still running: it merges when it ends
             time.sleep(0.5)
         if frontier.pending():
             return None

@@ -124,16 +124,20 @@ def test_bad_plans_fail_before_anything_is_written(planned: PlannedCrawl, tmp_pa
     assert {c.name for c in PLAN_COLUMNS} <= set(good.columns)
 
 
-def test_a_plan_from_the_run_picks_the_good_hosts_it_left_shallow(
-    planned: PlannedCrawl, tmp_path: Path
-) -> None:
-    out = tmp_path / "again.parquet"
+def plan_from_run(run_dir: Path, out: Path, budget: int) -> pl.DataFrame:
+    """`recrawl plan --previous RUN` with no diversity guard, as plan.parquet's rows."""
     process = hostcrawl(
-        "recrawl", "plan", "--previous", str(planned.run_dir), "--budget", "200", "--max-tld-share", "1",
+        "recrawl", "plan", "--previous", str(run_dir), "--budget", str(budget), "--max-tld-share", "1",
         "--max-language-share", "1", "--scheme", "http", "--out", str(out),
     )  # fmt: skip
     assert process.returncode == 0, process.stderr
-    plan = pl.read_parquet(out)
+    return pl.read_parquet(out)
+
+
+def test_a_plan_from_the_run_picks_the_good_hosts_it_left_shallow(
+    planned: PlannedCrawl, tmp_path: Path
+) -> None:
+    plan = plan_from_run(planned.run_dir, tmp_path / "again.parquet", 200)
     hosts = pl.read_parquet(planned.run_dir / "hosts.parquet")
     assert set(plan["reason"]) == {"under-crawled last run"}
     chosen = plan.join(hosts, on="host")
@@ -152,12 +156,7 @@ def test_a_crawl_of_a_plan_made_from_a_run_revisits_that_runs_pages_of_the_plann
     planned: PlannedCrawl, tmp_path: Path
 ) -> None:
     plan_path = tmp_path / "again.parquet"
-    made = hostcrawl(
-        "recrawl", "plan", "--previous", str(planned.run_dir), "--budget", "120", "--max-tld-share", "1",
-        "--max-language-share", "1", "--scheme", "http", "--out", str(plan_path),
-    )  # fmt: skip
-    assert made.returncode == 0, made.stderr
-    plan = pl.read_parquet(plan_path)
+    plan = plan_from_run(planned.run_dir, plan_path, 120)
     before = pl.read_parquet(planned.run_dir / "pages.parquet").filter(pl.col("status") == 200)
     run = tmp_path / "recrawl"
     with TestWebProcess(WEB, tmp_path / "web") as web:  # the same web: unchanged pages answer 304
