@@ -68,6 +68,13 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="with --webs: the replay scores pages by their truth, not as the cleaner and scorer do",
     )
+    p.add_argument(
+        "--score-lag",
+        type=int,
+        default=None,
+        help="with --webs: pages fetched before a page's score arrives (default: the replay's 40, as "
+        "measured on a quiet machine; 160 is a CPU-starved cleaning pool)",
+    )
     p.add_argument("--no-rate-baseline", action="store_true", help="skip the Scrapy scheduler run")
     p.add_argument(
         "--concurrency", type=int, default=32, help="requests in flight per crawl and per curve replay (32)"

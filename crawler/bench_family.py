@@ -26,6 +26,9 @@ FAMILY_HOSTS = 200  # hosts per web: 8 webs x 6 policies replay in about 10 minu
 LIGHT_TAIL_SIGMA = 0.8  # lognormal spread of the light-tailed web's host sizes
 NOISY_AUC = 0.78  # the noisy scorer's AUC (about the lowest a graded web's mediocre pages allow)
 CALIBRATION_HOSTS = 200  # the web whose pages are scored once for every web of a family
+# a run that fetched less than this share of its budget ran out of URLs it would fetch: its hq/fetch
+# is not comparable with a run that spent the whole budget, and the table says so
+UNSPENT = 0.99
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +67,13 @@ def run_family(
     concurrency: int,
     scored: bool = True,
     overrides: dict[str, Any] | None = None,
+    score_lag: int | None = None,
+    unspent: dict[str, float] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """{web: {policy: high-quality pages per fetch}}, each web replayed with every policy."""
-    from crawler.replay import replay
+    """{web: {policy: high-quality pages per fetch}}, each web replayed with every policy; scores arrive
+    `score_lag` pages late (None: the replay's quiet-machine lag); runs that ended with budget left
+    are added to `unspent` as {"web policy": share of the budget fetched}."""
+    from crawler.replay import SCORE_LAG, replay
     from crawler.replay_scores import ScoreSampler
     from crawler.testweb.model import SiteModel
 
@@ -83,14 +90,20 @@ def run_family(
         results[variant.name] = {}
         for policy in policies:
             started = time.monotonic()
+            lag = SCORE_LAG if score_lag is None else score_lag
             if policy == SCORED_ORACLE:
                 if sampler is None:
                     continue  # with true labels it is sampled_oracle
                 truth = sampler.scored_density(model)
-                sim = replay(model, "sampled_oracle", budget_share, concurrency, overrides, sampler, truth)
+                sim = replay(
+                    model, "sampled_oracle", budget_share, concurrency, overrides, sampler, truth, lag
+                )
             else:
-                sim = replay(model, policy, budget_share, concurrency, overrides, sampler)
+                sim = replay(model, policy, budget_share, concurrency, overrides, sampler, None, lag)
             value = results[variant.name][policy] = sum(sim.hits) / max(1, len(sim.hits))
+            spent = len(sim.hits) / sim.frontier.limits.budget
+            if unspent is not None and spent < UNSPENT:
+                unspent[f"{variant.name} {policy}"] = spent
             print(
                 f"{variant.name:>16} {pages:7d} pages {policy:>14}: {value:.3f} hq/fetch"
                 f" ({time.monotonic() - started:.0f}s)",
@@ -114,11 +127,16 @@ def cmd_bench_family(args: Any) -> int:
     policies = [p for p in args.policies.split(",") if p] if args.policies else list(FAMILY_POLICIES)
     hosts = args.hosts or FAMILY_HOSTS
     scores = "true labels" if args.truth_scores else "scored pages"
-    mode = f"replay, {scores}, {args.budget_share:.0%} budget"
+    lag = "" if args.score_lag is None else f", scores {args.score_lag} pages late"
+    mode = f"replay, {scores}{lag}, {args.budget_share:.0%} budget"
+    unspent: dict[str, float] = {}
     results = run_family(
-        args.webs, policies, hosts, args.seed, args.budget_share, args.concurrency, not args.truth_scores
-    )
+        args.webs, policies, hosts, args.seed, args.budget_share, args.concurrency, not args.truth_scores,
+        score_lag=args.score_lag, unspent=unspent,
+    )  # fmt: skip
     print(format_family_table(results, f"{mode}, {hosts} hosts per web, seed {args.seed}"))
+    for run, share in unspent.items():
+        print(f"{run}: ran out of URLs worth fetching after {share:.0%} of its budget")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0

@@ -106,7 +106,11 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
         "oracle and sampled_oracle (benchmarks: need --truth), scrapy (Scrapy's own scheduler, a baseline)",
     )
     p.add_argument("--sample-pages", type=int, help="pages sampled per host before ranking it (3)")
-    p.add_argument("--explore-share", type=float, help="sample_deepen: budget share for sampling (0.2)")
+    p.add_argument(
+        "--explore-share",
+        type=float,
+        help="sample_deepen, adaptive: budget share for looking at new hosts (0.2)",
+    )
     p.add_argument("--per-host-budget", type=int, help="pages per host, 0 = no cap (0)")
     p.add_argument("--priors", help="ranks parquet from `hostcrawl graph ingest` (HC/PR tie-breaks)")
     p.add_argument("--truth", help="test web hosts.parquet with true densities (oracle policies only)")

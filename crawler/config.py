@@ -79,7 +79,7 @@ class FetchConfig:
 class PolicyConfig:
     name: str = "adaptive"  # bfs | uniform | hc_depth | sample_deepen | adaptive | oracle
     sample_pages: int = 3  # k pages sampled per host before it is ranked
-    explore_share: float = 0.2  # sample_deepen: budget share for discovering and sampling hosts
+    explore_share: float = 0.2  # sample_deepen, adaptive: budget share for discovering and sampling hosts
     per_host_budget: int = 0  # pages per host, 0 = no cap
     priors: str | None = None  # ranks parquet (hostcrawl graph ingest) for HC/PR priors
     truth: str | None = None  # the test web's hosts.parquet: only the oracle policy reads it

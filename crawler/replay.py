@@ -56,11 +56,14 @@ class SimulatedCrawl:
         limits: FrontierLimits | None = None,
         scores: ScoreSampler | None = None,
         truth: dict[str, float] | None = None,
+        score_lag: int = SCORE_LAG,
     ) -> None:
         """`limits`: the frontier's limits besides the budget (its memory bounds), defaults otherwise;
-        `scores`: how pages are scored (None: by their truth); `truth`: the densities the oracles know."""
+        `scores`: how pages are scored (None: by their truth); `truth`: the densities the oracles know;
+        `score_lag`: pages fetched before a page's score arrives."""
         self.model = model
         self.scores = scores
+        self.score_lag = score_lag
         self.clock = 0.0
         truth = truth or {h.name: h.q for h in model.hosts}
         config = PolicyConfig(truth=truth if policy in TRUTH_POLICIES else {}, **overrides)
@@ -125,7 +128,7 @@ class SimulatedCrawl:
         else:
             score = self.scores.score(self.model, host, parts.path)
         self.scoring.append((lease, score))
-        while len(self.scoring) > SCORE_LAG:
+        while len(self.scoring) > self.score_lag:
             self.frontier.observe(*self.scoring.popleft())
 
     def run(self) -> None:
@@ -157,15 +160,16 @@ def replay(
     overrides: dict[str, Any] | None = None,
     scores: ScoreSampler | None = None,
     truth: dict[str, float] | None = None,
+    score_lag: int = SCORE_LAG,
 ) -> SimulatedCrawl:
     """One policy's replay with a budget of a share of the model's pages (frontier file in a temp dir);
     pages are scored by `scores` when given, else by their truth; `truth` replaces the host densities
-    the oracles know."""
+    the oracles know; scores arrive `score_lag` pages after their fetch."""
     budget = max(1, int(sum(h.n_pages for h in model.hosts) * budget_share))
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "frontier.db"
         sim = SimulatedCrawl(
-            model, policy, budget, concurrency, db, overrides or {}, scores=scores, truth=truth
+            model, policy, budget, concurrency, db, overrides or {}, None, scores, truth, score_lag
         )
         sim.run()
         sim.frontier.store.close()

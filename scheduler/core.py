@@ -198,7 +198,7 @@ class HostFrontier:
         self.fill_heap.clear()
         for record in self.hosts.values():
             self.touch(record)
-        return bool(self.heap)
+        return bool(self.heap or self.waiting)  # (a host it brings back may be in its Crawl-delay)
 
     def next(self) -> Lease | None:
         if self.budget_left() <= 0:  # what was in flight at a crash may already be in a WARC: fetch it

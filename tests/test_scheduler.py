@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -72,6 +73,19 @@ def quality_scorer(qualities: dict[str, float], seed: int = 0) -> Callable[[Leas
     return lambda lease: 0.9 if rng.random() < qualities[lease.host] else 0.1
 
 
+def lucky_first_page(qualities: dict[str, float]) -> Callable[[Lease], float]:
+    """As quality_scorer, except that every bad host's first page looked at scores as a good one."""
+    by_quality, looked = quality_scorer(qualities), set()
+
+    def score(lease: Lease) -> float:
+        if qualities[lease.host] < 0.5 and lease.phase is not Phase.DISCOVER and lease.host not in looked:
+            looked.add(lease.host)
+            return 0.9
+        return by_quality(lease)
+
+    return score
+
+
 def two_classes(n: int) -> dict[str, float]:
     return {f"h{i}.example": (0.9 if i % 2 == 0 else 0.1) for i in range(n)}
 
@@ -120,25 +134,48 @@ def test_breadth_first_does_not_favour_good_hosts(tmp_path: Path) -> None:
 
 
 def test_adaptive_drops_a_host_whose_pages_turn_out_bad(tmp_path: Path) -> None:
+    qualities = {"bad.example": 0.0, "good.example": 1.0}
     frontier, clock = make_frontier(tmp_path, "adaptive", budget=200)
-    seed_hosts(frontier, {"bad.example": 0.0, "good.example": 1.0}, pages=150)
-    simulate(frontier, clock, quality_scorer({"bad.example": 0.0, "good.example": 1.0}))
+    seed_hosts(frontier, qualities, pages=150)
+    leases = simulate(frontier, clock, quality_scorer(qualities))
     bad = frontier.hosts["bad.example"]
     assert bad.state is HostState.DROPPED and bad.drop_reason == "turned_bad"
-    assert bad.fetched <= 6
     assert frontier.hosts["good.example"].fetched == 151  # all of it
+    last_good = max(i for i, lease in enumerate(leases) if lease.host == "good.example")
+    assert sum(lease.host == "bad.example" for lease in leases[:last_good]) <= 6
+    # nothing else left: the crawl went back to it, found only the kind of page that had been bad there
+    # (every page of it is), and stopped rather than fetch those
+    assert len(leases) < 200 and bad.fetched <= 8
+
+
+def test_adaptive_spends_its_budget_on_the_dropped_hosts_when_nothing_else_is_left(tmp_path: Path) -> None:
+    """Hosts whose pages are good a quarter of the time are dropped, and once the good host is exhausted
+    the crawl goes back to them, the best first, rather than end with its budget unspent (it would stop
+    at about 160 pages: a host whose first three pages were all bad has only bad kinds of page left)."""
+    qualities = {f"m{i}.example": 0.25 for i in range(8)} | {"good.example": 1.0}
+    frontier, clock = make_frontier(tmp_path, "adaptive", budget=150)
+    seed_hosts(frontier, qualities, pages=40)
+    leases = simulate(frontier, clock, quality_scorer(qualities, seed=3))
+    middling = [frontier.hosts[h] for h in qualities if h != "good.example"]
+    assert sum(h.drop_reason == "turned_bad" for h in middling) >= 5
+    assert frontier.hosts["good.example"].fetched == 41
+    assert len(leases) == 150
+    last_good = max(i for i, lease in enumerate(leases) if lease.host == "good.example")
+    revived = Counter(lease.host for lease in leases[last_good + 1 :])
+    best = max(middling, key=lambda h: h.high / max(1, h.high + h.low)).host
+    assert revived.most_common(1)[0][0] == best
 
 
 def test_sampled_oracle_leaves_a_bad_host_after_its_first_scored_page(tmp_path: Path) -> None:
     """Told the truth once it has looked, a policy never spends a second look on a bad host, even when
-    that first page was lucky; adaptive, which must learn, does."""
+    that first page was lucky (here every bad host's is); adaptive, which must learn, does."""
     qualities = two_classes(40)
     looks: dict[str, dict[str, int]] = {}
     for policy in ("sampled_oracle", "adaptive"):
         (tmp_path / policy).mkdir()
         frontier, clock = make_frontier(tmp_path / policy, policy, budget=600, truth=qualities)
         seed_hosts(frontier, qualities, pages=60)
-        leases = simulate(frontier, clock, quality_scorer(qualities))
+        leases = simulate(frontier, clock, lucky_first_page(qualities))
         assert len(leases) == 600
         bad = [
             lease.host
