@@ -15,7 +15,7 @@ from scheduler.groups import PolitenessGroups
 from scheduler.host_scores import next_in_host, record_score
 from scheduler.hosts import HostRecord, HostState, Phase, host_state
 from scheduler.lease import Lease, ScoreLag
-from scheduler.policies import CrawlProgress, Policy
+from scheduler.policy_base import CrawlProgress, Policy
 from scheduler.queue_window import MEMORY_HEAD, MEMORY_URLS, QueuedUrl, QueueWindows
 from scheduler.resume import load_frontier
 from scheduler.urls import TrapGuard, canonical, fingerprint

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduler.hosts import HostRecord, HostState, Phase
-from scheduler.policies import Policy, has_page
+from scheduler.policy_base import Policy, has_page
 from scheduler.urls import url_shape
 
 

@@ -4,165 +4,33 @@ from __future__ import annotations
 
 import itertools
 import math
-from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import ClassVar
 from urllib.parse import urlsplit
 
 from scheduler.evidence import PASS, EvidenceBar
 from scheduler.hosts import HostRecord, HostState, Phase
+from scheduler.policy_base import (
+    PRIOR_TIEBREAK,
+    SAMPLE_WINDOW,
+    CrawlProgress,
+    Policy,
+    PolicyConfig,
+    Priority,
+    linked_page,
+    prior,
+    size_bonus,
+)
 from scheduler.urls import url_shape
 
-Priority = tuple[float, ...]  # compared lexicographically, larger first
+__all__ = ["POLICIES", "TRUTH_POLICIES", "PolicyConfig", "make_policy"]
 
 TURNED_BAD = "turned_bad"  # adaptive's drop reason: its estimate fell below drop_below
-PRIOR_TIEBREAK = 1e-3  # centrality may order hosts of equal estimated quality, never outrank quality
-
-
-@dataclass(slots=True)
-class PolicyConfig:
-    sample_pages: int = 3  # k pages sampled per host before it can be deepened
-    # sample_deepen, adaptive: share of the budget for discovering and sampling hosts; past it adaptive
-    # looks at new hosts only when the crawl would otherwise idle (a 1% budget cannot look at every host)
-    explore_share: float = 0.2
-    exploration_bonus: float = 1.0  # adaptive: weight of the posterior's standard deviation
-    deepen_min_density: float = 0.5  # sample_deepen: sampled density a host needs to be deepened
-    # adaptive: stop deepening a host whose estimate falls below this (it comes back only when nothing
-    # else is left). Tuning seeds 101 and 102 of the graded family (bench yield --webs graded, 10% budget),
-    # adaptive / sample_deepen over the 8 webs, min and mean: 1.05 and 1.19, 0.90 and 1.10 at 0.15; 1.17 and
-    # 1.41, 0.99 and 1.34 at 0.30 (with explore_share). Without explore_share 0.25 was worse on both seeds,
-    # 0.35 better on one (mean +0.07) and worse on the other, 0.45 fell to 0.99x on one web.
-    drop_below: float = 0.30
-    min_observations: int = 1  # adaptive: observations before a host may fall below the aspiration
-    # adaptive: hosts not yet observed compete with this quantile of the observed hosts' densities;
-    # 0.9 was best in benchmarks/policy_sim.py at budgets of 5%, 10% and 25% of the test web
-    aspiration_quantile: float = 0.9
-    # adaptive: a page counts towards its host's density only when its score reaches this quantile of
-    # the passing scores seen so far (scheduler/evidence.py; 0: every passing page counts). On the graded
-    # webs (bench yield --webs graded, tuning seed 101 apart from the report seed 0, 10% budget) a fixed
-    # bar made adaptive 0.86-1.19x sample_deepen at 0.5, 1.04-1.33x at 0.85, 1.06-1.65x at 0.9, and
-    # this relative bar at the median 1.08-1.53x (a fixed 0.9 would sink a scorer whose good pages score 0.9).
-    evidence_quantile: float = 0.5
-    lazy_sitemaps: bool = True  # sample_deepen, adaptive: fetch a host's sitemaps only to deepen it
-    truth: Mapping[str, float] = field(default_factory=dict)  # TRUTH_POLICIES only: host -> true density
-
-
-@dataclass(slots=True)
-class CrawlProgress:
-    budget: int
-    fetched: int = 0
-    explore_fetches: int = 0  # fetches in the discover and sample phases
-
-
-def size_bonus(host: HostRecord) -> float:
-    """Hosts with more known URLs are worth sampling first: deepening them can pay off more."""
-    return math.log1p(len(host.queue))
-
-
-SHAPE_WINDOW = 64  # queued URLs looked at when choosing a host's next page by its URL shape
-SAMPLE_WINDOW = 2000  # queued URLs looked at when choosing a host's sample
 # Observations between looks at the aspiration: 50, or a tenth of the hosts observed, so that a crawl of
 # 100,000 hosts does not re-sort them every 50 pages; the heap is rebuilt only when the level moved.
 ASPIRATION_EVERY = 50
 ASPIRATION_EVERY_SHARE = 0.1
 ASPIRATION_TOLERANCE = 0.01
 ASPIRATION_MIN_HOSTS = 10
-BAD_SHAPE_MEAN = 0.2  # Laplace mean of a shape after 3 low pages and no high one: stop fetching it
-# Pages of one shape on other hosts count as this many pages of this host when ranking its URLs:
-# article shapes beat index pages from a host's first fetch, and the host's own pages soon dominate.
-SHAPE_PRIOR_WEIGHT = 2.0
-
-
-def _queued_pages(host: HostRecord) -> Iterator[str]:
-    """URLs queued besides discovery URLs (sitemaps), within the window the policies look at."""
-    return (item.url for item in itertools.islice(host.queue, SHAPE_WINDOW) if not item.discover)
-
-
-def has_page(host: HostRecord) -> bool:
-    """Anything to fetch besides sitemaps: a policy that defers sitemaps has something else to fetch."""
-    return any(True for _ in _queued_pages(host))
-
-
-def linked_page(host: HostRecord) -> bool:
-    """A page other than the home page and sitemaps is known: sampling needs no discovery fetch."""
-    return any(urlsplit(url).path not in ("", "/") for url in _queued_pages(host))
-
-
-def prior(host: HostRecord) -> float:
-    return PRIOR_TIEBREAK * (host.hc_percentile or 0.0)
-
-
-class Policy(ABC):
-    key: ClassVar[str]  # the --policy name
-    name: ClassVar[str]  # versioned name written into every output
-    needs_truth: ClassVar[bool] = False  # reads the test web's ground truth: benchmarks only
-
-    def __init__(self, config: PolicyConfig) -> None:
-        self.config = config
-        self.shape_totals: dict[str, list[int]] = {}  # URL shape -> [high, low] pages over all hosts
-
-    def learn_shape(self, shape: str, high: bool) -> None:
-        counts = self.shape_totals.setdefault(shape, [0, 0])
-        counts[0 if high else 1] += 1
-
-    def shape_prior(self, shape: str) -> float:
-        """Laplace mean of a URL shape over every host crawled so far."""
-        high, low = self.shape_totals.get(shape, (0, 0))
-        return (high + 1) / (high + low + 2)
-
-    def best_shaped(self, host: HostRecord) -> int | None:
-        """Index of the queued URL whose shape should pay off best on this host: its own pages of
-        that shape, smoothed towards other hosts' (first one on ties). None when every URL in view is
-        of a shape that has been bad on this host itself (a junk section, a trap), or, once the host's
-        sitemap is read and index pages find nothing new, bad on the other hosts too."""
-        best, best_mean = None, -1.0
-        for index, item in enumerate(itertools.islice(host.queue, SHAPE_WINDOW)):
-            shape = url_shape(item.url)
-            if item.discover or host.shape_mean(shape) <= BAD_SHAPE_MEAN:
-                continue
-            mean = host.shape_mean(shape, self.shape_prior(shape), SHAPE_PRIOR_WEIGHT)
-            if host.sitemap_read and mean <= BAD_SHAPE_MEAN:
-                continue
-            if mean > best_mean:
-                best, best_mean = index, mean
-        return best
-
-    def defer_discovery(self, host: HostRecord) -> bool:
-        """True: fetch other queued URLs before the host's sitemaps (they cost a fetch and yield no text)."""
-        return False
-
-    @abstractmethod
-    def priority(self, host: HostRecord, progress: CrawlProgress) -> Priority | None:
-        """Larger is fetched sooner; None means not now (waiting for scores, or dropped)."""
-
-    def phase(self, host: HostRecord) -> Phase:
-        return Phase.DISCOVER if host.fetched + host.in_flight == 0 else Phase.DEEPEN
-
-    def pick(self, host: HostRecord) -> int | None:
-        """Index in the host's queue of the URL to fetch next; None: nothing left worth fetching."""
-        return 0
-
-    def phase_of(self, host: HostRecord, url: str) -> Phase:
-        """The phase a fetch of `url` (just picked) belongs to."""
-        return self.phase(host)
-
-    def epoch(self, progress: CrawlProgress) -> int:
-        """Changes when global progress changes every host's priority (the heap is rebuilt)."""
-        return 0
-
-    def observed(self, host: HostRecord) -> str | None:
-        """Called after a page's score arrives; returns a drop reason to stop fetching the host."""
-        return None
-
-    def widen(self) -> bool:
-        """Nothing is eligible and nothing is coming: relax the rules if that lets the crawl go on."""
-        return False
-
-    def fill_priority(self, host: HostRecord) -> Priority | None:
-        """For hosts `priority` says not now: their order when the crawl would otherwise sit idle."""
-        return None
 
 
 class BreadthFirst(Policy):
@@ -344,6 +212,21 @@ class AdaptiveIndex(SampleThenDeepen):
         good = min(good, observations)
         a, b = host.prior_alpha + good, host.prior_beta + observations - good
         return a / (a + b), math.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
+
+    def fill_priority(self, host: HostRecord) -> Priority | None:
+        """Hosts waiting for their samples' scores first; then hosts dropped on thin evidence (their
+        index, the estimate plus its bonus, still reaches drop_below), best first: a crawl left with a
+        few hosts, paced by their Crawl-delay, goes on at `fill_hosts` in flight rather than at one
+        host's pace. A host shown to be bad (its index below drop_below too) waits until nothing is left."""
+        waiting = super().fill_priority(host)  # (size bonus >= log 2, ...)
+        if waiting is not None or host.state is not HostState.DROPPED or host.drop_reason != TURNED_BAD:
+            return waiting
+        if host.fetched + host.in_flight - host.settled >= 1:
+            return None  # one page at a time, each scored before the next
+        mean, sd = self.estimate(host)
+        if mean + self.config.exploration_bonus * sd < self.config.drop_below:
+            return None
+        return (mean - 1.0, size_bonus(host))  # below every host waiting for scores
 
     def observed(self, host: HostRecord) -> str | None:
         observations = host.high + host.low

@@ -22,7 +22,7 @@ MEMORY_HEAD = 4
 # for 1,500 hosts being deepened with a 64-URL window each, small next to 100,000 host records (~300 MB)
 MEMORY_URLS = 100_000
 UNBOUNDED = 1 << 62  # a head no queue reaches: every queued URL stays in memory
-# Rows read per page-in at least: a deepening pick reads 64 URLs (policies.SHAPE_WINDOW), a sample up to
+# Rows read per page-in at least: a deepening pick reads 64 URLs (policy_base.SHAPE_WINDOW), a sample up to
 # 2,000; one query for most hosts instead of one per few URLs.
 PAGE_ROWS = 64
 

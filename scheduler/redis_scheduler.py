@@ -28,7 +28,7 @@ from scrapy_redis.connection import get_redis_from_settings
 from scheduler.host_scores import ScoreOutcome, next_in_host, record_score
 from scheduler.hosts import HostRecord, HostState, Phase, host_state, restore_host
 from scheduler.lease import Lease
-from scheduler.policies import CrawlProgress
+from scheduler.policy_base import CrawlProgress
 from scheduler.priors import apply_prior
 from scheduler.queue_window import QueuedUrl
 from scheduler.redis_frontier import Claimed, NewUrl, QueuedRequest, RedisFrontier

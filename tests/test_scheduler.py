@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from scheduler.core import FrontierLimits, HostFrontier
+from scheduler.evidence import PASS, EvidenceBar
 from scheduler.frontier import FrontierError, SQLiteFrontier
 from scheduler.hosts import HostState, Phase
 from scheduler.lease import Lease
@@ -349,3 +350,18 @@ def test_index_pages_bad_on_other_hosts_are_skipped_once_a_sitemap_lists_everyth
     assert len(index_pages) <= 3, index_pages
     assert index_pages.count("b.example") < index_pages.count("a.example")
     assert frontier.hosts["b.example"].drop_reason == "only_bad_urls_left"
+
+
+def test_the_evidence_bar_sits_among_spread_scores_and_stays_at_the_threshold_for_one_cluster() -> None:
+    """Passing scores spread from thin pages to clear ones: the bar is their median, so only the clearly
+    good half counts. Passing scores that are one tight cluster (a scorer that separates perfectly):
+    every passing page counts, or a bar inside the cluster would count pages of one kind at random."""
+    rng = random.Random(0)
+    spread, cluster = EvidenceBar(0.5), EvidenceBar(0.5)
+    for _ in range(400):
+        spread.add(rng.uniform(0.55, 0.95))
+        cluster.add(rng.gauss(0.93, 0.015))
+    assert spread.update() and 0.70 <= spread.level <= 0.80
+    assert not spread.good(0.65) and spread.good(0.9)
+    assert not cluster.update() and cluster.level == PASS
+    assert cluster.good(0.9) and cluster.good(0.95) and not cluster.good(0.4)
