@@ -19,9 +19,6 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 # Put an idle host with queued URLs where it belongs: waiting for its delay, or eligible now.
 _PARK = """
-local function unscore(P, h)  -- a fetched page's lease is done (recorded) or lost: no longer in flight
-  if redis.call('HINCRBY', P..'unscored', h, -1) <= 0 then redis.call('HDEL', P..'unscored', h) end
-end
 local function eligible(P, h)
   if redis.call('SISMEMBER', P..'known', h) == 1 then return P..'eligible' end
   return P..'eligible_new'
@@ -128,8 +125,7 @@ local function take(h, urgent)
   redis.call('HSET', P..'lease', id, cjson.encode(lease))
   redis.call('HSET', P..'busy', h, id)
   redis.call('HINCRBY', P..'counters', 'handed_out', 1)
-  local unscored = redis.call('HGET', P..'unscored', h) or '0'  -- fetched, score not recorded yet
-  out[#out + 1] = {id, h, redis.call('GET', P..'host:'..h) or '', urgent and '1' or '0', queued, unscored}
+  out[#out + 1] = {id, h, redis.call('GET', P..'host:'..h) or '', urgent and '1' or '0', queued}
 end
 -- first what dead workers held (fetched again before anything new, whatever the budget)
 for _, h in ipairs(redis.call('HKEYS', P..'urgent')) do
@@ -177,12 +173,8 @@ if not raw then return 0 end
 local lease = cjson.decode(raw)
 if lease.e then return 1 end
 lease.e = 1
-local h = lease.h
-if fetched then  -- counted for its host until the lease is done: other workers see it as in flight
-  lease.f = 1
-  redis.call('HINCRBY', P..'unscored', h, 1)
-end
 redis.call('HSET', P..'lease', id, cjson.encode(lease))
+local h = lease.h
 local ready = math.max(tonumber(redis.call('HGET', P..'ready', h) or '0'), now + delay)
 redis.call('HSET', P..'ready', h, ready)
 if fetched then
@@ -214,9 +206,7 @@ end
 redis.call('ZREM', P..'leases', id)
 local raw = redis.call('HGET', P..'lease', id)
 if not raw then return 0 end
-local lease = cjson.decode(raw)
-local h = lease.h
-if lease.f then unscore(P, h) end
+local h = cjson.decode(raw).h
 if redis.call('HGET', P..'busy', h) == id then  -- held for its score (FETCH_ENDED's hold)
   redis.call('HDEL', P..'busy', h)
   park(P, h, now, 0)
@@ -239,7 +229,6 @@ for _, id in ipairs(expired) do
   if raw then
     local lease = cjson.decode(raw)
     local h = lease.h
-    if lease.f then unscore(P, h) end
     redis.call('HINCRBY', P..'counters', 'lease_expired', 1)
     if lease.e then redis.call('HINCRBY', P..'counters', 'lease_expired_after_fetch', 1) end
     if lease.p and redis.call('SISMEMBER', P..'blocked', h) == 0 then
