@@ -53,9 +53,10 @@ def frontier_view(frontier: RedisFrontier) -> dict[str, Any]:
     pipe.scard(key("blocked"))
     pipe.scard(key("dropped"))
     pipe.hlen(key("urgent"))
+    pipe.scard(key("revivable"))
     names = ("hosts_known", "hosts_ready", "hosts_waiting", "hosts_busy", "leases")
-    known, ready, new, *values = pipe.execute()
-    values = [known, ready + new, *values]
+    known, ready, new, waiting, busy, leases, blocked, dropped, urgent, dormant = pipe.execute()
+    values = [known, ready + new, waiting, busy, leases, blocked, dropped + dormant, urgent]
     view = dict(zip((*names, "hosts_blocked", "hosts_dropped", "hosts_requeued"), values, strict=True))
     view["queued_urls"] = frontier.queued()
     view["state"] = frontier.meta().get("state", "unknown")

@@ -183,9 +183,9 @@ class AdaptiveIndex(SampleThenDeepen):
         observations = host.high + host.low
         if host.fetched + host.in_flight - host.settled >= max(1, observations):
             return None  # its pages' scores are on their way: more fetches now would be blind deepening
-        mean, sd = self.estimate(host)
         if host.state is HostState.DROPPED:
-            return (mean - 1.0, size_bonus(host))  # after every host still deepened
+            return self.revive_priority(host)
+        mean, sd = self.estimate(host)
         index = mean + self.config.exploration_bonus * sd
         if observations < self.config.min_observations:
             if not self.exploring(progress):
@@ -226,7 +226,12 @@ class AdaptiveIndex(SampleThenDeepen):
         mean, sd = self.estimate(host)
         if mean + self.config.exploration_bonus * sd < self.config.drop_below:
             return None
-        return (mean - 1.0, size_bonus(host))  # below every host waiting for scores
+        return self.revive_priority(host)  # below every host waiting for scores
+
+    def revive_priority(self, host: HostRecord) -> Priority | None:
+        if host.state is not HostState.DROPPED or host.drop_reason != TURNED_BAD:
+            return None
+        return (self.estimate(host)[0] - 1.0, size_bonus(host))  # after every host still deepened
 
     def observed(self, host: HostRecord) -> str | None:
         observations = host.high + host.low

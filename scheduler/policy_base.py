@@ -155,3 +155,8 @@ class Policy(ABC):
     def fill_priority(self, host: HostRecord) -> Priority | None:
         """For hosts `priority` says not now: their order when the crawl would otherwise sit idle."""
         return None
+
+    def revive_priority(self, host: HostRecord) -> Priority | None:
+        """For a host the policy dropped: its order once the crawl has nothing else left to fetch (None:
+        never again; its queued URLs may be discarded)."""
+        return None

@@ -80,6 +80,10 @@ class Claimed:
 # ours), urgent (a dead worker's URL leads: take it)) -> index, or None for none of them.
 Pick = Callable[[str, dict[str, Any], list["QueuedRequest | None"], bool], "int | None"]
 WINDOW = 64  # queued URLs a worker chooses from (the policies look at as many: SHAPE_WINDOW)
+# A dormant host (dropped, kept to come back to) ranked at or above this fills idle capacity; below it, it
+# waits until no other host has URLs queued (see CLAIM). Revive ranks are in [-1, 0]: a filler's is raised
+# by FILL_FLOOR + 1.
+FILL_FLOOR = 10.0
 
 
 def first_url(host: str, record: dict[str, Any], requests: list[QueuedRequest | None], urgent: bool) -> int:
@@ -178,9 +182,10 @@ class RedisFrontier:
             args += [item.host, bucket, member, item.request.encode(), flags, repr(float(item.priority))]
         return args
 
-    def claim(self, n: int, worker: str, budget: int, pick: Pick = first_url) -> list[Claimed]:
-        """Leases up to n hosts, ready and best ranked first, and one URL of each (two round trips)."""
-        leased = self._call("CLAIM", n, self.lease_ms, worker, budget, WINDOW)
+    def claim(self, n: int, worker: str, budget: int, pick: Pick = first_url, fill: int = 0) -> list[Claimed]:
+        """Leases up to n hosts, ready and best ranked first, and one URL of each (two round trips); of
+        dormant hosts ranked as fillers, at most `fill` (the worker's idle capacity)."""
+        leased = self._call("CLAIM", n, self.lease_ms, worker, budget, WINDOW, fill, repr(FILL_FLOOR))
         out, picks = [], []
         for lease_id, host, raw_record, urgent, window in leased:
             try:
@@ -226,8 +231,10 @@ class RedisFrontier:
     def block(self, host: str, reason: str) -> int:
         return int(self._call("BLOCK", host, reason))
 
-    def drop(self, host: str, reason: str) -> int:
-        return int(self._call("DROP", host, reason))
+    def drop(self, host: str, reason: str, rank: float | None = None) -> int:
+        """The policy gave up on `host`: with a rank it is dormant (kept, fetched when better hosts are
+        lacking), without one its queue is dropped. Returns how many queued URLs were dropped."""
+        return int(self._call("DROP", host, reason, "" if rank is None else repr(float(rank))))
 
     def prioritise(self, host: str, priority: float, judged: bool = True) -> None:
         self._call("PRIORITISE", host, repr(float(priority)), "1" if judged else "0")
@@ -308,7 +315,7 @@ class RedisFrontier:
         if budget and spent >= budget:  # only what dead workers held is still to be fetched
             return bool(self.client.zcard(self.key("leases")) or self.client.hlen(self.key("urgent")))
         pipe = self.client.pipeline(transaction=False)
-        for name in ("eligible", "eligible_new", "waiting", "leases"):
+        for name in ("eligible", "eligible_new", "waiting", "dormant", "dormant_waiting", "leases"):
             pipe.zcard(self.key(name))
         pipe.hlen(self.key("busy"))
         return any(pipe.execute())

@@ -72,9 +72,10 @@ class RedisLink:
         want: Callable[[], int],
         on_claimed: Callable[[list[Claimed], list[tuple[str, str, dict[str, Any]]]], None],
         info: Callable[[], dict[str, Any]],
-        observe: Callable[..., tuple[str, tuple[float, bool], Any, SharedUpdate]],
+        observe: Callable[..., tuple[str, tuple[float | None, bool], Any, SharedUpdate]],
         on_shared: Callable[[dict[str, float], dict[str, list[int]]], None],
         pick: Pick,
+        fill: Callable[[], int] = lambda: 0,
     ) -> None:
         self.frontier = frontier
         self.worker = worker
@@ -82,8 +83,10 @@ class RedisLink:
         self.want = want  # how many more leases the reactor can use now
         self.on_claimed = on_claimed  # called from this thread; the callee hands over to the reactor
         self.info = info  # the worker's heartbeat fields
-        # (record JSON or None, host, phase, url, score, sitemap) -> (new record JSON, rank, ScoreOutcome)
+        # (record JSON or None, host, phase, url, score, sitemap) -> (new record JSON, (rank or None for a
+        # dropped host never to come back, judged), ScoreOutcome, SharedUpdate)
         self.observe = observe
+        self.fill = fill  # how many dormant hosts ranked as fillers a claim may take now (idle capacity)
         self.on_shared = on_shared  # the run's host means and shape counts, handed to the policy
         self.pick = pick  # which of a leased host's queued URLs to fetch (the policy's choice)
         self.observations: deque[tuple[Any, ...]] = deque()
@@ -191,11 +194,11 @@ class RedisLink:
                     pipe.multi()
                     pipe.set(key, record)
                     f.add_shared_policy_state(pipe, host, shared)
-                    if outcome.drop_reason:
-                        args = [host, outcome.drop_reason]
+                    score, judged = rank
+                    if outcome.drop_reason:  # dormant with a rank, else its queue is dropped
+                        args = [host, outcome.drop_reason, "" if score is None else repr(score)]
                         f.scripts["DROP"](keys=[f.prefix], args=args, client=pipe)
-                    else:
-                        score, judged = rank
+                    elif score is not None:
                         args = [host, repr(score), "1" if judged else "0"]
                         f.scripts["PRIORITISE"](keys=[f.prefix], args=args, client=pipe)
                     if outcome.sampled:
@@ -256,7 +259,7 @@ class RedisLink:
             raise ValueError(f"unknown redis op {op.method}")
 
     def _claim(self, want: int) -> None:
-        claimed = self.frontier.claim(want, self.worker, self.budget, self.pick)
+        claimed = self.frontier.claim(want, self.worker, self.budget, self.pick, self.fill())
         if not claimed:
             self._next_claim = time.monotonic() + CLAIM_IDLE_S
             return

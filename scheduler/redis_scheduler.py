@@ -31,7 +31,7 @@ from scheduler.lease import Lease
 from scheduler.policy_base import CrawlProgress
 from scheduler.priors import apply_prior
 from scheduler.queue_window import QueuedUrl
-from scheduler.redis_frontier import Claimed, NewUrl, QueuedRequest, RedisFrontier
+from scheduler.redis_frontier import FILL_FLOOR, Claimed, NewUrl, QueuedRequest, RedisFrontier
 from scheduler.redis_link import RedisLink, SharedUpdate
 from scheduler.scrapy_scheduler import (
     DISCOVER_META,
@@ -88,6 +88,7 @@ class RedisHostScheduler(HostScheduler):
             self._observe_in_thread,
             self._shared,
             self._pick,
+            self._fill,
         )
 
     @classmethod
@@ -133,6 +134,10 @@ class RedisHostScheduler(HostScheduler):
         """Leases to claim now: few beyond what the downloader can start (a claimed host waits for us)."""
         return max(0, min(self.slots - self.fetching, INBOX) - len(self.inbox))
 
+    def _fill(self) -> int:
+        """Dormant fillers a claim may take: what keeps `fill_hosts` of this worker's fetches going."""
+        return max(0, self.limits.fill_hosts - self.fetching - len(self.inbox))
+
     def _info(self) -> dict[str, Any]:
         return {
             "fetched": self.progress.fetched,
@@ -155,7 +160,7 @@ class RedisHostScheduler(HostScheduler):
 
     def _observe_in_thread(
         self, raw: str | None, host: str, phase: str, url: str, value: float, sitemap: bool
-    ) -> tuple[str, tuple[float, bool], ScoreOutcome, SharedUpdate]:
+    ) -> tuple[str, tuple[float | None, bool], ScoreOutcome, SharedUpdate]:
         """The shared record with this page's score: (record JSON, rank, outcome, run-wide policy state)."""
         record = self._record(host, raw)
         record.fetched += 1
@@ -164,12 +169,12 @@ class RedisHostScheduler(HostScheduler):
             outcome = record_score(
                 record, self.policy, Phase(phase), url, value, self.limits.threshold, sitemap
             )
+            if outcome.drop_reason and record.state not in (HostState.DROPPED, HostState.BLOCKED):
+                record.state = HostState.DROPPED
+                record.drop_reason = outcome.drop_reason
             rank, judged = self._rank(record)
             mean = getattr(self.policy, "means", {}).get(host)
         shared = SharedUpdate(url_shape(url), value > self.limits.threshold, mean)
-        if outcome.drop_reason and record.state not in (HostState.DROPPED, HostState.BLOCKED):
-            record.state = HostState.DROPPED
-            record.drop_reason = outcome.drop_reason
         return json.dumps(host_state(record), separators=(",", ":")), (rank, judged), outcome, shared
 
     def _shared(self, means: dict[str, float], shapes: dict[str, list[int]]) -> None:
@@ -197,12 +202,19 @@ class RedisHostScheduler(HostScheduler):
         )  # (no signal: a thread)
         return record
 
-    def _rank(self, record: HostRecord) -> tuple[float, bool]:
+    def _rank(self, record: HostRecord) -> tuple[float | None, bool]:
         """The policy's priority as one number (Redis sorts by one score: primary + 1e-9 x secondary), and
         whether the policy has judged the host. A host it has not competes with the aspiration level; that
-        part is left to Redis (CLAIM's boost), so raising the aspiration needs no re-ranking of every host."""
+        part is left to Redis (CLAIM's boost), so raising the aspiration needs no re-ranking of every host.
+        A dropped host's rank is its dormant rank (FILL_FLOOR up for a filler), None if it never returns."""
         if not record.queue:  # the queue is in Redis: rank it as a host with pages left
             record.queue.append(QueuedUrl(f"http://{record.host}/", 1, self.seq))
+        if record.state is HostState.DROPPED:
+            filler = self.policy.fill_priority(record)
+            revive = filler or self.policy.revive_priority(record)
+            if revive is None:
+                return None, True
+            return _flat(revive) + (FILL_FLOOR + 1.0 if filler else 0.0), True
         priority = self.policy.priority(record, self.progress) or self.policy.fill_priority(record)
         aspiration = getattr(self.policy, "aspiration", None)
         judged = True
@@ -214,7 +226,7 @@ class RedisHostScheduler(HostScheduler):
             priority = own or priority
         if priority is None:
             return UNRANKED, True
-        return float(priority[0]) + (1e-9 * float(priority[1]) if len(priority) > 1 else 0.0), judged
+        return _flat(priority), judged
 
     def _update_boost(self) -> None:
         """The aspiration level, as what it adds to an unjudged host's own index (for CLAIM)."""
@@ -306,6 +318,7 @@ class RedisHostScheduler(HostScheduler):
         apply_prior(record, None if self.priors is None else self.priors.lookup(host))
         with self.policy_lock:
             rank, _ = self._rank(record)  # a host new to the run is unjudged (see _rank)
+        rank = UNRANKED if rank is None else rank
         queued = QueuedRequest(url, int(request.meta.get("depth", 0)), kept, discover)
         self.link.send("enqueue", [NewUrl(host, queued, old is not None or discover, force, rank)])
         if redirect:
@@ -332,10 +345,12 @@ class RedisHostScheduler(HostScheduler):
         record = self.claimed_records.pop(lease.row_id, None)
         if record is None:
             return False
+        if record.state is HostState.DROPPED:
+            return True  # a dormant host comes back one page at a time, each scored before the next
         record.fetched += 1
         with self.policy_lock:
             rank, _ = self._rank(record)
-        return rank == UNRANKED and record.state is not HostState.DROPPED
+        return rank == UNRANKED
 
     def _settle(self, lease: Lease, checkpoint: dict[str, str] | None) -> None:
         if lease.settled:
@@ -381,6 +396,10 @@ class RedisHostScheduler(HostScheduler):
 
     def politeness_changed(self, host: str, part: str, state: dict[str, Any]) -> None:
         self.link.send("save_politeness", host, part, json.dumps(state, separators=(",", ":")))
+
+
+def _flat(priority: tuple[float, ...]) -> float:
+    return float(priority[0]) + (1e-9 * float(priority[1]) if len(priority) > 1 else 0.0)
 
 
 def _pid() -> int:

@@ -17,11 +17,20 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
-# Put an idle host with queued URLs where it belongs: waiting for its delay, or eligible now.
+# Put an idle host with queued URLs where it belongs: waiting for its delay, or eligible now. A host the
+# policy dropped but may come back to (`revivable`) has its own two sets, `dormant_waiting` and `dormant`.
 _PARK = """
+local function dormant(P, h)
+  return redis.call('SISMEMBER', P..'revivable', h) == 1
+end
 local function eligible(P, h)
+  if dormant(P, h) then return P..'dormant' end
   if redis.call('SISMEMBER', P..'known', h) == 1 then return P..'eligible' end
   return P..'eligible_new'
+end
+local function waiting(P, h)
+  if dormant(P, h) then return P..'dormant_waiting' end
+  return P..'waiting'
 end
 local function park(P, h, now, default_prio)
   if redis.call('HEXISTS', P..'busy', h) == 1 or redis.call('LLEN', P..'q:'..h) == 0 then return end
@@ -29,9 +38,9 @@ local function park(P, h, now, default_prio)
   local ready = tonumber(redis.call('HGET', P..'ready', h) or '0')
   if ready > now then
     redis.call('ZREM', eligible(P, h), h)
-    redis.call('ZADD', P..'waiting', ready, h)
+    redis.call('ZADD', waiting(P, h), ready, h)
   else
-    redis.call('ZREM', P..'waiting', h)
+    redis.call('ZREM', waiting(P, h), h)
     local prio = redis.call('HGET', P..'prio', h) or default_prio
     redis.call('ZADD', eligible(P, h), prio, h)
   end
@@ -82,9 +91,11 @@ return out
 """
 )
 
-# ARGV: how many, lease ms, worker id, budget (0 = none), window. Leases hosts (not yet URLs): per lease
-# id, host, the host's shared record (JSON or ''), '1' if what leads its queue is a dead worker's (fetched
-# first), and the first `window` payloads of its queue; the worker picks one with PICK.
+# ARGV: how many, lease ms, worker id, budget (0 = none), window, fill, fill floor. Leases hosts (not yet
+# URLs): per lease id, host, the host's shared record (JSON or ''), '1' if what leads its queue is a dead
+# worker's (fetched first), and the first `window` payloads of its queue; the worker picks one with PICK.
+# Dormant hosts come last: up to `fill` of those ranked at or above the fill floor (dropped on thin
+# evidence: the worker's idle capacity), and any of them once no other host has URLs queued.
 CLAIM = (
     _NOW
     + _PARK
@@ -92,11 +103,14 @@ CLAIM = (
 local P = KEYS[1]
 local n, lease_ms, worker = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local budget, window = tonumber(ARGV[4]), tonumber(ARGV[5])
+local fill, fill_floor = tonumber(ARGV[6]), ARGV[7]
 if redis.call('HGET', P..'meta', 'state') == 'draining' then return {} end
-local due = redis.call('ZRANGEBYSCORE', P..'waiting', '-inf', now, 'LIMIT', 0, 1000)
-for _, h in ipairs(due) do
-  redis.call('ZREM', P..'waiting', h)
-  redis.call('ZADD', eligible(P, h), redis.call('HGET', P..'prio', h) or 0, h)
+for _, name in ipairs({'waiting', 'dormant_waiting'}) do
+  local due = redis.call('ZRANGEBYSCORE', P..name, '-inf', now, 'LIMIT', 0, 1000)
+  for _, h in ipairs(due) do
+    redis.call('ZREM', P..name, h)
+    redis.call('ZADD', eligible(P, h), redis.call('HGET', P..'prio', h) or 0, h)
+  end
 end
 local boost = tonumber(redis.call('HGET', P..'meta', 'boost') or '0')
 local function best()  -- the better of the best judged host and the best new one (boosted)
@@ -109,6 +123,28 @@ local function best()  -- the better of the best judged host and the best new on
   end
   redis.call('ZREM', P..'eligible_new', new[1])
   return new[1]
+end
+local function others()  -- hosts not dormant with URLs queued, in their delay or in flight
+  if redis.call('ZCARD', P..'waiting') > 0 then return true end
+  for _, h in ipairs(redis.call('HKEYS', P..'busy')) do
+    if not dormant(P, h) and redis.call('LLEN', P..'q:'..h) > 0 then return true end
+  end
+  return false
+end
+local others_left = nil  -- (asked once per claim)
+local function revived()  -- when best() found none: the best dormant host this claim may take, counted
+  local floor, counter = '-inf', 'dormant/revived'
+  if others_left == nil then others_left = others() end
+  if others_left then
+    if fill <= 0 then return nil end
+    floor, counter = fill_floor, 'dormant/filled_idle_capacity'
+  end
+  local top = redis.call('ZREVRANGEBYSCORE', P..'dormant', '+inf', floor, 'LIMIT', 0, 1)
+  if #top == 0 then return nil end
+  if floor == fill_floor then fill = fill - 1 end
+  redis.call('ZREM', P..'dormant', top[1])
+  redis.call('HINCRBY', P..'counters', counter, 1)
+  return top[1]
 end
 local out = {}
 local function take(h, urgent)
@@ -134,7 +170,7 @@ for _, h in ipairs(redis.call('HKEYS', P..'urgent')) do
 end
 while #out < n do
   if budget > 0 and tonumber(redis.call('HGET', P..'counters', 'spent') or '0') >= budget then break end
-  local h = best()
+  local h = best() or revived()
   if not h then break end
   take(h, redis.call('HEXISTS', P..'urgent', h) == 1)
 end
@@ -268,33 +304,51 @@ redis.call('DEL', P..'q:'..h)
 redis.call('ZREM', P..'eligible', h)
 redis.call('ZREM', P..'eligible_new', h)
 redis.call('ZREM', P..'waiting', h)
+redis.call('ZREM', P..'dormant', h)
+redis.call('ZREM', P..'dormant_waiting', h)
 redis.call('HDEL', P..'urgent', h)
 redis.call('HINCRBY', P..'counters', 'dropped/host_blocked', n)
 redis.call('HINCRBY', P..'counters', 'host/blocked/'..reason, 1)
 return n
 """
 
-# The policy gave up on a host: its queued URLs are dropped (counted) and no new ones are queued; a lease
-# that expires later still returns (what a dead worker fetched and never recorded is fetched again).
-# ARGV: host, reason.
-DROP = """
+# The policy gave up on a host. ARGV: host, reason, rank ('' for none). With a rank it is dormant: its queue
+# is kept (new URLs too), and CLAIM takes it only when better hosts are lacking (re-ranked by each DROP).
+# Without one its queued URLs are dropped (counted) and no new ones are queued; a lease that expires later
+# still returns (what a dead worker fetched and never recorded is fetched again). Returns URLs dropped.
+DROP = (
+    _NOW
+    + _PARK
+    + """
 local P = KEYS[1]
-local h, reason = ARGV[1], ARGV[2]
-if redis.call('SADD', P..'dropped', h) == 0 then return 0 end
+local h, reason, rank = ARGV[1], ARGV[2], ARGV[3] or ''
+if redis.call('SISMEMBER', P..'dropped', h) == 1 then return 0 end
+if redis.call('SISMEMBER', P..'revivable', h) == 0 then
+  redis.call('HINCRBY', P..'counters', 'host/dropped/'..reason, 1)
+end
+for _, name in ipairs({'eligible', 'eligible_new', 'waiting', 'dormant', 'dormant_waiting'}) do
+  redis.call('ZREM', P..name, h)
+end
+if rank ~= '' then
+  redis.call('SADD', P..'revivable', h)
+  redis.call('HSET', P..'prio', h, rank)
+  park(P, h, now, rank)
+  return 0
+end
+redis.call('SREM', P..'revivable', h)
+redis.call('SADD', P..'dropped', h)
 local keep = tonumber(redis.call('HGET', P..'urgent', h) or '0')  -- a dead worker's, at the front
 local n = redis.call('LLEN', P..'q:'..h) - keep
 if keep > 0 then
   redis.call('LTRIM', P..'q:'..h, 0, keep - 1)
+  park(P, h, now, 0)
 else
   redis.call('DEL', P..'q:'..h)
-  redis.call('ZREM', P..'eligible', h)
-  redis.call('ZREM', P..'eligible_new', h)
-  redis.call('ZREM', P..'waiting', h)
 end
 redis.call('HINCRBY', P..'counters', 'dropped/host_dropped', n)
-redis.call('HINCRBY', P..'counters', 'host/dropped/'..reason, 1)
 return n
 """
+)
 
 # A worker's new estimate of a host's worth: re-ranks it if it is eligible now. ARGV: host, priority,
 # '1' if the policy has judged the host (else it competes with the new ones, see CLAIM's boost).

@@ -11,7 +11,7 @@ from redis_server import (
     redis_server_fixture,  # noqa: F401  (registers the fixture)
 )
 
-from scheduler.redis_frontier import NewUrl, QueuedRequest, RedisFrontier
+from scheduler.redis_frontier import FILL_FLOOR, Claimed, NewUrl, QueuedRequest, RedisFrontier
 from scheduler.redis_link import SharedUpdate
 
 RUNS = itertools.count()
@@ -180,3 +180,44 @@ def test_a_host_held_for_its_score_is_handed_out_only_once_the_page_is_recorded(
     assert frontier.claim(1, "w2", 0) == []  # its score is not back: no blind second fetch
     assert frontier.done(lease.lease_id, "w1")
     assert [c.host for c in frontier.claim(1, "w2", 0)] == ["a.example"]
+
+
+def hosts_of(claimed: list[Claimed]) -> list[str]:
+    return sorted(c.host for c in claimed)
+
+
+def test_a_dormant_host_keeps_its_urls_and_is_fetched_once_nothing_else_is_queued(
+    frontier: RedisFrontier,
+) -> None:
+    frontier.enqueue(urls(("bad.example", "/1"), ("good.example", "/1"), ("good.example", "/2")))
+    assert frontier.drop("bad.example", "turned_bad", rank=-0.9) == 0  # dormant: nothing dropped
+    assert frontier.enqueue(urls(("bad.example", "/2"))) == [None]  # and it still takes new URLs
+    (good,) = frontier.claim(5, "w1", 0)
+    assert good.host == "good.example"
+    frontier.fetch_ended(good.lease_id, 30.0, fetched=True)  # good.example now waits for its delay
+    assert frontier.claim(5, "w2", 0) == []  # a host that is only waiting keeps the dormant one back
+    frontier.done(good.lease_id, "w1")
+    frontier.block("good.example", "robots_disallowed")  # no other host has URLs queued now
+    (bad,) = frontier.claim(5, "w2", 0)
+    assert bad.host == "bad.example" and frontier.counters()["dormant/revived"] == 1
+    assert frontier.pending()
+
+
+def test_a_dormant_filler_uses_idle_capacity_only(frontier: RedisFrontier) -> None:
+    frontier.enqueue(urls(("good.example", "/1"), ("good.example", "/2"), ("thin.example", "/1")))
+    frontier.enqueue(urls(("shown.example", "/1")))
+    frontier.drop("thin.example", "turned_bad", rank=FILL_FLOOR + 0.2)  # dropped on thin evidence
+    frontier.drop("shown.example", "turned_bad", rank=-0.5)  # shown to be bad
+    (good,) = frontier.claim(5, "w1", 0)
+    frontier.fetch_ended(good.lease_id, 30.0, fetched=True)
+    frontier.done(good.lease_id, "w1")
+    assert frontier.claim(5, "w2", 0, fill=0) == []  # no idle capacity: nothing dormant is fetched
+    assert hosts_of(frontier.claim(5, "w2", 0, fill=3)) == ["thin.example"]  # never the shown-bad one
+    assert frontier.counters()["dormant/filled_idle_capacity"] == 1
+
+
+def test_a_host_dropped_without_a_rank_loses_its_queue(frontier: RedisFrontier) -> None:
+    frontier.enqueue(urls(("a.example", "/1"), ("a.example", "/2")))
+    frontier.drop("a.example", "turned_bad", rank=-0.9)
+    assert frontier.drop("a.example", "only_bad_urls_left") == 2  # from dormant to gone
+    assert frontier.claim(5, "w1", 0) == [] and not frontier.pending()
