@@ -31,6 +31,7 @@ DEDUP_MEMBER_BITS = 31  # members below 2**31 keep an intset at 4 bytes per memb
 INTSET_ENTRIES = 4096  # asked of the server at seeding, so buckets stay intsets up to ~250M URLs
 QUEUE_CAP = 50_000  # URLs queued per host
 KEY_PREFIX = "hostcrawl:"
+UNSCORED = "unscored"  # key CLAIM adds to a host record: its fetched pages whose leases are not done
 
 
 @dataclass(slots=True)
@@ -187,12 +188,13 @@ class RedisFrontier:
         dormant hosts ranked as fillers, at most `fill` (the worker's idle capacity)."""
         leased = self._call("CLAIM", n, self.lease_ms, worker, budget, WINDOW, fill, repr(FILL_FLOOR))
         out, picks = [], []
-        for lease_id, host, raw_record, urgent, window in leased:
+        for lease_id, host, raw_record, urgent, window, unscored in leased:
             try:
                 record = json.loads(raw_record) if raw_record else {}
             except ValueError:
                 record = {}
             record = record if isinstance(record, dict) else {}
+            record[UNSCORED] = int(unscored)  # its pages other workers fetched, not recorded yet
             requests = [QueuedRequest.decode(payload) for payload in window]
             index = 0 if urgent == "1" else pick(host, record, requests, False)
             claimed = Claimed(str(lease_id), host, None, record)

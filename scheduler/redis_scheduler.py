@@ -31,7 +31,14 @@ from scheduler.lease import Lease
 from scheduler.policy_base import CrawlProgress
 from scheduler.priors import apply_prior
 from scheduler.queue_window import QueuedUrl
-from scheduler.redis_frontier import FILL_FLOOR, Claimed, NewUrl, QueuedRequest, RedisFrontier
+from scheduler.redis_frontier import (
+    FILL_FLOOR,
+    UNSCORED,
+    Claimed,
+    NewUrl,
+    QueuedRequest,
+    RedisFrontier,
+)
 from scheduler.redis_link import RedisLink, SharedUpdate
 from scheduler.scrapy_scheduler import (
     DISCOVER_META,
@@ -197,6 +204,11 @@ class RedisHostScheduler(HostScheduler):
         data = json.loads(raw) if isinstance(raw, str) else raw
         if isinstance(data, dict) and data:
             restore_host(record, data)
+            # pages of it that workers fetched and have not recorded yet count as fetched (and, while it
+            # is sampled, as samples handed out), as HostFrontier counts its own: no blind deepening
+            unscored = int(data.get(UNSCORED, 0) or 0)
+            record.fetched += unscored
+            record.sample_handed += unscored
         apply_prior(
             record, None if self.priors is None else self.priors.lookup(host)
         )  # (no signal: a thread)

@@ -20,6 +20,9 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 # Put an idle host with queued URLs where it belongs: waiting for its delay, or eligible now. A host the
 # policy dropped but may come back to (`revivable`) has its own two sets, `dormant_waiting` and `dormant`.
 _PARK = """
+local function unscore(P, h)  -- a fetched page's lease is done (recorded) or lost: no longer in flight
+  if redis.call('HINCRBY', P..'unscored', h, -1) <= 0 then redis.call('HDEL', P..'unscored', h) end
+end
 local function dormant(P, h)
   return redis.call('SISMEMBER', P..'revivable', h) == 1
 end
@@ -161,7 +164,8 @@ local function take(h, urgent)
   redis.call('HSET', P..'lease', id, cjson.encode(lease))
   redis.call('HSET', P..'busy', h, id)
   redis.call('HINCRBY', P..'counters', 'handed_out', 1)
-  out[#out + 1] = {id, h, redis.call('GET', P..'host:'..h) or '', urgent and '1' or '0', queued}
+  local unscored = redis.call('HGET', P..'unscored', h) or '0'  -- fetched, score not recorded yet
+  out[#out + 1] = {id, h, redis.call('GET', P..'host:'..h) or '', urgent and '1' or '0', queued, unscored}
 end
 -- first what dead workers held (fetched again before anything new, whatever the budget)
 for _, h in ipairs(redis.call('HKEYS', P..'urgent')) do
@@ -209,8 +213,12 @@ if not raw then return 0 end
 local lease = cjson.decode(raw)
 if lease.e then return 1 end
 lease.e = 1
-redis.call('HSET', P..'lease', id, cjson.encode(lease))
 local h = lease.h
+if fetched then  -- counted for its host until the lease is done: other workers see it as in flight
+  lease.f = 1
+  redis.call('HINCRBY', P..'unscored', h, 1)
+end
+redis.call('HSET', P..'lease', id, cjson.encode(lease))
 local ready = math.max(tonumber(redis.call('HGET', P..'ready', h) or '0'), now + delay)
 redis.call('HSET', P..'ready', h, ready)
 if fetched then
@@ -242,7 +250,9 @@ end
 redis.call('ZREM', P..'leases', id)
 local raw = redis.call('HGET', P..'lease', id)
 if not raw then return 0 end
-local h = cjson.decode(raw).h
+local lease = cjson.decode(raw)
+local h = lease.h
+if lease.f then unscore(P, h) end
 if redis.call('HGET', P..'busy', h) == id then  -- held for its score (FETCH_ENDED's hold)
   redis.call('HDEL', P..'busy', h)
   park(P, h, now, 0)
@@ -265,6 +275,7 @@ for _, id in ipairs(expired) do
   if raw then
     local lease = cjson.decode(raw)
     local h = lease.h
+    if lease.f then unscore(P, h) end
     redis.call('HINCRBY', P..'counters', 'lease_expired', 1)
     if lease.e then redis.call('HINCRBY', P..'counters', 'lease_expired_after_fetch', 1) end
     if lease.p and redis.call('SISMEMBER', P..'blocked', h) == 0 then

@@ -174,10 +174,20 @@ def test_an_invalid_payload_is_counted_and_skipped_never_run(three: Workers) -> 
     assert three.stats()["frontier/run/invalid_payload"] == 1
 
 
+def wait_for_leases(server: RedisServer, run: str, worker: str, leases: int, timeout: float = 60) -> None:
+    """Until `worker` holds `leases` leases in the run (so a kill leaves some to expire)."""
+    client, key = server.client(), f"{KEY_PREFIX}{run}:lease"
+    deadline = time.monotonic() + timeout
+    while sum(json.loads(v).get("w") == worker for v in client.hvals(key)) < leases:
+        assert time.monotonic() < deadline, f"{worker} held fewer than {leases} leases in {timeout}s"
+        time.sleep(0.02)
+
+
 def test_kill_9_of_a_worker_loses_nothing(tmp_path: Path, redis_server: RedisServer) -> None:
     with TestWebProcess(TestWebConfig(n_hosts=30, seed=5), tmp_path / "web") as web:
         workers = start_workers(tmp_path, web, redis_server, "kill", 3, budget=240, lease_s=6)
         wait_for_rows(workers.run_dir / "workers" / "w0", 5)
+        wait_for_leases(redis_server, "kill", "w0", 3)
         assert workers.procs[0].poll() is None, "the worker to kill had finished already"
         os.kill(workers.procs[0].pid, signal.SIGKILL)
         codes = workers.wait()

@@ -11,7 +11,7 @@ from redis_server import (
     redis_server_fixture,  # noqa: F401  (registers the fixture)
 )
 
-from scheduler.redis_frontier import FILL_FLOOR, Claimed, NewUrl, QueuedRequest, RedisFrontier
+from scheduler.redis_frontier import FILL_FLOOR, UNSCORED, Claimed, NewUrl, QueuedRequest, RedisFrontier
 from scheduler.redis_link import SharedUpdate
 
 RUNS = itertools.count()
@@ -221,3 +221,21 @@ def test_a_host_dropped_without_a_rank_loses_its_queue(frontier: RedisFrontier) 
     frontier.drop("a.example", "turned_bad", rank=-0.9)
     assert frontier.drop("a.example", "only_bad_urls_left") == 2  # from dormant to gone
     assert frontier.claim(5, "w1", 0) == [] and not frontier.pending()
+
+
+def test_a_host_claimed_while_another_workers_page_of_it_is_unrecorded_says_so(
+    frontier: RedisFrontier,
+) -> None:
+    """w1 fetched a.example/1 and its score is not recorded yet; w2, claiming the host next, is told, so
+    its policy counts that page as fetched (before, each worker's claim saw only recorded pages: with 3
+    workers every fetch of a host looked like one of its first samples and adaptive deepened blind)."""
+    frontier.enqueue(urls(("a.example", "/1"), ("a.example", "/2"), ("a.example", "/3")))
+    (first,) = frontier.claim(1, "w1", 0)
+    assert first.host_record[UNSCORED] == 0
+    frontier.fetch_ended(first.lease_id, 0.0, fetched=True)
+    (second,) = frontier.claim(1, "w2", 0)
+    assert second.host_record[UNSCORED] == 1
+    frontier.fetch_ended(second.lease_id, 0.0, fetched=False)  # never reached the network: not counted
+    assert frontier.done(first.lease_id, "w1") and frontier.done(second.lease_id, "w2")
+    (third,) = frontier.claim(1, "w1", 0)
+    assert third.host_record[UNSCORED] == 0
