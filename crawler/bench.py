@@ -27,6 +27,17 @@ CURVE_HOSTS = 500
 LIVE_HOSTS = 2000
 
 
+def _pages(value: str) -> int:
+    """A count of pages, 0 or more (argparse turns the error into exit code 2 and one line)."""
+    try:
+        pages = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of pages") from None
+    if pages < 0:
+        raise argparse.ArgumentTypeError(f"{value} pages: a lag is 0 or more pages")
+    return pages
+
+
 def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
     bench = subparsers.add_parser("bench", help="benchmarks on the local test web")
     kinds = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
@@ -70,7 +81,7 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--score-lag",
-        type=int,
+        type=_pages,
         default=None,
         help="with --webs: pages fetched before a page's score arrives (default: the replay's 40, as "
         "measured on a quiet machine; 160 is a CPU-starved cleaning pool)",

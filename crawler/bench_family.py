@@ -84,13 +84,13 @@ def run_family(
         sampler = ScoreSampler.measure(calibration)
         print(f"scored {len(sampler.cells)} (kind, language) cells in {time.monotonic() - started:.0f}s")
     results: dict[str, dict[str, float]] = {}
+    lag = SCORE_LAG if score_lag is None else score_lag
     for variant in FAMILIES[family]:
         model = SiteModel(web_config(variant, hosts, seed))
         pages = sum(h.n_pages for h in model.hosts)
         results[variant.name] = {}
         for policy in policies:
             started = time.monotonic()
-            lag = SCORE_LAG if score_lag is None else score_lag
             if policy == SCORED_ORACLE:
                 if sampler is None:
                     continue  # with true labels it is sampled_oracle

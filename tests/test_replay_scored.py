@@ -48,3 +48,9 @@ def test_bench_yield_webs_prints_every_policy_and_ratio_for_every_web_of_the_fam
     saved = json.loads(out.read_text())
     assert set(saved) == set(webs) and all(set(v) == set(FAMILY_POLICIES) for v in saved.values())
     assert "replay, scored pages" in result.stdout
+
+
+def test_a_negative_score_lag_is_refused_with_exit_code_2() -> None:
+    result = hostcrawl("bench", "yield", "--webs", "tiny", "--score-lag", "-3")
+    assert result.returncode == 2
+    assert "--score-lag: -3 pages: a lag is 0 or more pages" in result.stderr.splitlines()[-1]
