@@ -183,10 +183,22 @@ class RedisFrontier:
             args += [item.host, bucket, member, item.request.encode(), flags, repr(float(item.priority))]
         return args
 
-    def claim(self, n: int, worker: str, budget: int, pick: Pick = first_url, fill: int = 0) -> list[Claimed]:
-        """Leases up to n hosts, ready and best ranked first, and one URL of each (two round trips); of
-        dormant hosts ranked as fillers, at most `fill` (the worker's idle capacity)."""
-        leased = self._call("CLAIM", n, self.lease_ms, worker, budget, WINDOW, fill, repr(FILL_FLOOR))
+    def claim(
+        self,
+        n: int,
+        worker: str,
+        budget: int,
+        pick: Pick = first_url,
+        fill_hosts: int = 0,
+        exploring: bool = True,
+    ) -> list[Claimed]:
+        """Leases up to n hosts, ready and best ranked first, and one URL of each (two round trips). Past
+        the explore share (`exploring` False), new hosts and dormant ones are fillers: taken while fewer
+        than `fill_hosts` hosts are busy in the run, or when nothing else is queued (see CLAIM)."""
+        flag = "1" if exploring else "0"
+        leased = self._call(
+            "CLAIM", n, self.lease_ms, worker, budget, WINDOW, fill_hosts, repr(FILL_FLOOR), flag
+        )
         out, picks = [], []
         for lease_id, host, raw_record, urgent, window, unscored in leased:
             try:
@@ -307,6 +319,10 @@ class RedisFrontier:
 
     def counters(self) -> dict[str, int]:
         return {k: int(v) for k, v in self._strings(self.client.hgetall(self.key("counters"))).items()}
+
+    def explore_fetches(self) -> int:
+        """The run's fetches so far that looked at hosts (discover and sample phases), every worker's."""
+        return int(self.client.hget(self.key("counters"), "explore_fetches") or 0)
 
     def pending(self) -> bool:
         """Work anywhere in the run: queued hosts (ready or waiting) or leases some worker holds."""

@@ -60,6 +60,7 @@ class LinkState:
     pending: bool = True  # the run has work somewhere (queued, waiting or leased)
     draining: bool = False
     reconnects: int = 0
+    explore_fetches: int = 0  # the run's, as of the last status turn
     counts: Counter[str] = field(default_factory=Counter)
 
 
@@ -75,7 +76,7 @@ class RedisLink:
         observe: Callable[..., tuple[str, tuple[float | None, bool], Any, SharedUpdate]],
         on_shared: Callable[[dict[str, float], dict[str, list[int]]], None],
         pick: Pick,
-        fill: Callable[[], int] = lambda: 0,
+        limits: Callable[[], tuple[int, bool]] = lambda: (0, True),
     ) -> None:
         self.frontier = frontier
         self.worker = worker
@@ -86,7 +87,7 @@ class RedisLink:
         # (record JSON or None, host, phase, url, score, sitemap) -> (new record JSON, (rank or None for a
         # dropped host never to come back, judged), ScoreOutcome, SharedUpdate)
         self.observe = observe
-        self.fill = fill  # how many dormant hosts ranked as fillers a claim may take now (idle capacity)
+        self.limits = limits  # a claim's (fill hosts, exploring): see RedisFrontier.claim
         self.on_shared = on_shared  # the run's host means and shape counts, handed to the policy
         self.pick = pick  # which of a leased host's queued URLs to fetch (the policy's choice)
         self.observations: deque[tuple[Any, ...]] = deque()
@@ -259,7 +260,8 @@ class RedisLink:
             raise ValueError(f"unknown redis op {op.method}")
 
     def _claim(self, want: int) -> None:
-        claimed = self.frontier.claim(want, self.worker, self.budget, self.pick, self.fill())
+        fill_hosts, exploring = self.limits()
+        claimed = self.frontier.claim(want, self.worker, self.budget, self.pick, fill_hosts, exploring)
         if not claimed:
             self._next_claim = time.monotonic() + CLAIM_IDLE_S
             return
@@ -273,4 +275,5 @@ class RedisLink:
             self.frontier.reclaim()
         self.state.draining = self.frontier.draining()
         self.state.pending = self.frontier.pending()
+        self.state.explore_fetches = self.frontier.explore_fetches()
         self.frontier.heartbeat(self.worker, {**self.info(), "leases": len(self.held)})

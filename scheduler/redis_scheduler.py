@@ -95,7 +95,7 @@ class RedisHostScheduler(HostScheduler):
             self._observe_in_thread,
             self._shared,
             self._pick,
-            self._fill,
+            self._claim_limits,
         )
 
     @classmethod
@@ -141,9 +141,16 @@ class RedisHostScheduler(HostScheduler):
         """Leases to claim now: few beyond what the downloader can start (a claimed host waits for us)."""
         return max(0, min(self.slots - self.fetching, INBOX) - len(self.inbox))
 
-    def _fill(self) -> int:
-        """Dormant fillers a claim may take: what keeps `fill_hosts` of this worker's fetches going."""
-        return max(0, self.limits.fill_hosts - self.fetching - len(self.inbox))
+    def _claim_limits(self) -> tuple[int, bool]:
+        """Hosts busy in the run below which fillers are claimed, and whether the run still explores (the
+        policy's explore share, counted over every worker's fetches)."""
+        self._sync_explored()
+        exploring = getattr(self.policy, "exploring", None)
+        with self.policy_lock:
+            return self.limits.fill_hosts, True if exploring is None else bool(exploring(self.progress))
+
+    def _sync_explored(self) -> None:
+        self.progress.explore_fetches = max(self.progress.explore_fetches, self.link.state.explore_fetches)
 
     def _info(self) -> dict[str, Any]:
         return {
@@ -219,6 +226,7 @@ class RedisHostScheduler(HostScheduler):
         whether the policy has judged the host. A host it has not competes with the aspiration level; that
         part is left to Redis (CLAIM's boost), so raising the aspiration needs no re-ranking of every host.
         A dropped host's rank is its dormant rank (FILL_FLOOR up for a filler), None if it never returns."""
+        self._sync_explored()
         if not record.queue:  # the queue is in Redis: rank it as a host with pages left
             record.queue.append(QueuedUrl(f"http://{record.host}/", 1, self.seq))
         if record.state is HostState.DROPPED:
@@ -271,6 +279,9 @@ class RedisHostScheduler(HostScheduler):
             meta: dict[str, Any] = dict(request.meta)
             meta.update({"depth": request.depth, LEASE_META: lease, POLICY_META: self.policy.name})
             self.stats.inc_value(f"frontier/handed_out/{phase.value}")
+            if phase is not Phase.DEEPEN:  # the run's explore share is spent by every worker's fetches
+                self.progress.explore_fetches += 1
+                self.link.send("count", "explore_fetches", 1)
             return Request(
                 request.url,
                 callback=self.spider.parse,

@@ -94,11 +94,14 @@ return out
 """
 )
 
-# ARGV: how many, lease ms, worker id, budget (0 = none), window, fill, fill floor. Leases hosts (not yet
-# URLs): per lease id, host, the host's shared record (JSON or ''), '1' if what leads its queue is a dead
-# worker's (fetched first), and the first `window` payloads of its queue; the worker picks one with PICK.
-# Dormant hosts come last: up to `fill` of those ranked at or above the fill floor (dropped on thin
-# evidence: the worker's idle capacity), and any of them once no other host has URLs queued.
+# ARGV: how many, lease ms, worker id, budget (0 = none), window, fill hosts, fill floor, exploring ('1' or
+# '0'). Leases hosts (not yet URLs): per lease id, host, the host's shared record (JSON or ''), '1' if what
+# leads its queue is a dead worker's (fetched first), the first `window` payloads of its queue (the worker
+# picks one with PICK) and how many of its fetched pages are not recorded yet. Hosts the policy has not
+# judged compete at their rank plus the aspiration boost while the run is exploring; past its explore share
+# they, and then dormant hosts ranked at or above the fill floor (dropped on thin evidence), fill idle
+# capacity: while fewer than `fill hosts` hosts are busy in the run. Once no other host has URLs queued,
+# any of them is taken (new hosts first, then dormant ones, best first), as one process widens its rules.
 CLAIM = (
     _NOW
     + _PARK
@@ -106,7 +109,7 @@ CLAIM = (
 local P = KEYS[1]
 local n, lease_ms, worker = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local budget, window = tonumber(ARGV[4]), tonumber(ARGV[5])
-local fill, fill_floor = tonumber(ARGV[6]), ARGV[7]
+local fill_hosts, fill_floor, exploring = tonumber(ARGV[6]), ARGV[7], ARGV[8] ~= '0'
 if redis.call('HGET', P..'meta', 'state') == 'draining' then return {} end
 for _, name in ipairs({'waiting', 'dormant_waiting'}) do
   local due = redis.call('ZRANGEBYSCORE', P..name, '-inf', now, 'LIMIT', 0, 1000)
@@ -118,7 +121,8 @@ end
 local boost = tonumber(redis.call('HGET', P..'meta', 'boost') or '0')
 local function best()  -- the better of the best judged host and the best new one (boosted)
   local known = redis.call('ZREVRANGE', P..'eligible', 0, 0, 'WITHSCORES')
-  local new = redis.call('ZREVRANGE', P..'eligible_new', 0, 0, 'WITHSCORES')
+  local new = {}
+  if exploring then new = redis.call('ZREVRANGE', P..'eligible_new', 0, 0, 'WITHSCORES') end
   if #known == 0 and #new == 0 then return nil end
   if #new == 0 or (#known > 0 and tonumber(known[2]) >= tonumber(new[2]) + boost) then
     redis.call('ZREM', P..'eligible', known[1])
@@ -135,19 +139,24 @@ local function others()  -- hosts not dormant with URLs queued, in their delay o
   return false
 end
 local others_left = nil  -- (asked once per claim)
-local function revived()  -- when best() found none: the best dormant host this claim may take, counted
-  local floor, counter = '-inf', 'dormant/revived'
+local function top(name, floor)
+  local found = redis.call('ZREVRANGEBYSCORE', P..name, '+inf', floor, 'LIMIT', 0, 1)
+  if #found == 0 then return nil end
+  redis.call('ZREM', P..name, found[1])
+  return found[1]
+end
+local function filler()  -- when best() found none: a new host past the explore share, or a dormant one
   if others_left == nil then others_left = others() end
-  if others_left then
-    if fill <= 0 then return nil end
-    floor, counter = fill_floor, 'dormant/filled_idle_capacity'
+  if others_left and redis.call('HLEN', P..'busy') >= fill_hosts then return nil end
+  local how = others_left and 'filled_idle_capacity' or 'nothing_else_left'
+  local h = not exploring and top('eligible_new', '-inf')
+  if h then
+    redis.call('HINCRBY', P..'counters', 'new_host/'..how, 1)
+    return h
   end
-  local top = redis.call('ZREVRANGEBYSCORE', P..'dormant', '+inf', floor, 'LIMIT', 0, 1)
-  if #top == 0 then return nil end
-  if floor == fill_floor then fill = fill - 1 end
-  redis.call('ZREM', P..'dormant', top[1])
-  redis.call('HINCRBY', P..'counters', counter, 1)
-  return top[1]
+  h = top('dormant', others_left and fill_floor or '-inf')
+  if h then redis.call('HINCRBY', P..'counters', 'dormant/'..how, 1) end
+  return h
 end
 local out = {}
 local function take(h, urgent)
@@ -174,7 +183,7 @@ for _, h in ipairs(redis.call('HKEYS', P..'urgent')) do
 end
 while #out < n do
   if budget > 0 and tonumber(redis.call('HGET', P..'counters', 'spent') or '0') >= budget then break end
-  local h = best() or revived()
+  local h = best() or filler()
   if not h then break end
   take(h, redis.call('HEXISTS', P..'urgent', h) == 1)
 end

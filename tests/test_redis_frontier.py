@@ -199,21 +199,39 @@ def test_a_dormant_host_keeps_its_urls_and_is_fetched_once_nothing_else_is_queue
     frontier.done(good.lease_id, "w1")
     frontier.block("good.example", "robots_disallowed")  # no other host has URLs queued now
     (bad,) = frontier.claim(5, "w2", 0)
-    assert bad.host == "bad.example" and frontier.counters()["dormant/revived"] == 1
+    assert bad.host == "bad.example" and frontier.counters()["dormant/nothing_else_left"] == 1
     assert frontier.pending()
 
 
 def test_a_dormant_filler_uses_idle_capacity_only(frontier: RedisFrontier) -> None:
-    frontier.enqueue(urls(("good.example", "/1"), ("good.example", "/2"), ("thin.example", "/1")))
-    frontier.enqueue(urls(("shown.example", "/1")))
+    frontier.enqueue(urls(("good.example", "/1"), ("good.example", "/2"), ("busy.example", "/1")))
+    frontier.enqueue(urls(("thin.example", "/1"), ("shown.example", "/1")))
     frontier.drop("thin.example", "turned_bad", rank=FILL_FLOOR + 0.2)  # dropped on thin evidence
     frontier.drop("shown.example", "turned_bad", rank=-0.5)  # shown to be bad
-    (good,) = frontier.claim(5, "w1", 0)
+    leases = frontier.claim(5, "w1", 0)
+    assert hosts_of(leases) == ["busy.example", "good.example"]  # dormant hosts come after these
+    (good,) = [lease for lease in leases if lease.host == "good.example"]
     frontier.fetch_ended(good.lease_id, 30.0, fetched=True)
-    frontier.done(good.lease_id, "w1")
-    assert frontier.claim(5, "w2", 0, fill=0) == []  # no idle capacity: nothing dormant is fetched
-    assert hosts_of(frontier.claim(5, "w2", 0, fill=3)) == ["thin.example"]  # never the shown-bad one
+    frontier.done(good.lease_id, "w1")  # good.example waits for its delay; busy.example is in flight
+    assert frontier.claim(5, "w2", 0, fill_hosts=1) == []  # one host busy: no idle capacity
+    assert hosts_of(frontier.claim(5, "w2", 0, fill_hosts=3)) == ["thin.example"]  # never the shown-bad one
     assert frontier.counters()["dormant/filled_idle_capacity"] == 1
+
+
+def test_past_the_explore_share_a_new_host_only_fills_idle_capacity(redis_server: RedisServer) -> None:
+    def setup() -> RedisFrontier:
+        frontier = RedisFrontier(redis_server.client(), f"unit{next(RUNS)}")
+        frontier.enqueue(urls(("known.example", "/1"), ("known.example", "/2"), ("new.example", "/1")))
+        frontier.prioritise("known.example", 0.5)  # judged; new.example is not
+        frontier.set_boost(10.0)  # the aspiration: a new host would come first
+        return frontier
+
+    assert [c.host for c in setup().claim(1, "w1", 0)] == ["new.example"]
+    frontier = setup()
+    assert [c.host for c in frontier.claim(5, "w1", 0, fill_hosts=1, exploring=False)] == ["known.example"]
+    assert frontier.claim(5, "w2", 0, fill_hosts=1, exploring=False) == []  # known.example is busy
+    assert [c.host for c in frontier.claim(5, "w2", 0, fill_hosts=2, exploring=False)] == ["new.example"]
+    assert frontier.counters()["new_host/filled_idle_capacity"] == 1
 
 
 def test_a_host_dropped_without_a_rank_loses_its_queue(frontier: RedisFrontier) -> None:
