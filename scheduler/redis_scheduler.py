@@ -5,18 +5,18 @@ settings, REDIS_PARAMS too), HOSTCRAWL_REDIS_RUN and HOSTCRAWL_WORKER_ID. It kee
 settings, policy and signals; what differs is where the queues, politeness clocks and host estimates
 are: in Redis (scheduler/redis_frontier.py), reached only through one thread (scheduler/redis_link.py).
 
-How the policy works across workers: each host's record (samples, scores, state) is one Redis key that a
-worker updates after each scored page (optimistic WATCH/MULTI), and the worker's policy turns it into
-the host's rank in the shared `eligible` set; every worker hands out the best-ranked ready host. Within
-a host, URLs are fetched in queue order (front: retries, redirects, sitemaps). Aspiration and URL-shape
-statistics are each worker's own, learnt from the pages it scored.
+How the policy works across workers (scheduler/shared_policy.py): each host's record (samples, scores,
+state) is one Redis key that a worker updates after each scored page (optimistic WATCH/MULTI), and the
+worker's policy turns it into the host's rank in the shared `eligible` set (or `dormant`, for a host it
+dropped); every worker hands out the best-ranked ready host. A worker's policy picks the URL within a
+host. The run's host means, URL-shape counts and explore fetches are shared through Redis; the evidence
+bar is each worker's own, learnt from the pages it scored.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
@@ -25,21 +25,17 @@ import redis
 from scrapy import Request, signals
 from scrapy_redis.connection import get_redis_from_settings
 
-from scheduler.host_scores import ScoreOutcome, next_in_host, record_score
-from scheduler.hosts import HostRecord, HostState, Phase, host_state, restore_host
+from scheduler.hosts import HostRecord, Phase
 from scheduler.lease import Lease
-from scheduler.policy_base import CrawlProgress
 from scheduler.priors import apply_prior
 from scheduler.queue_window import QueuedUrl
 from scheduler.redis_frontier import (
-    FILL_FLOOR,
-    UNSCORED,
     Claimed,
     NewUrl,
     QueuedRequest,
     RedisFrontier,
 )
-from scheduler.redis_link import RedisLink, SharedUpdate
+from scheduler.redis_link import RedisLink
 from scheduler.scrapy_scheduler import (
     DISCOVER_META,
     KEPT_META,
@@ -48,7 +44,8 @@ from scheduler.scrapy_scheduler import (
     HostScheduler,
     politeness_restored,
 )
-from scheduler.urls import TrapGuard, canonical, url_shape
+from scheduler.shared_policy import UNRANKED, SharedPolicy
+from scheduler.urls import TrapGuard, canonical
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -57,7 +54,6 @@ logger = logging.getLogger(__name__)
 
 CLOSE_FLUSH_S = 30.0  # at close, how long the outbox may take to reach Redis
 INBOX = 8  # claimed leases waiting for the downloader, at most (claims are 50 ms apart)
-UNRANKED = -1.0  # a host the policy says "not now" for: still fetched, after every ranked one
 
 
 class RedisHostScheduler(HostScheduler):
@@ -71,20 +67,20 @@ class RedisHostScheduler(HostScheduler):
             settings.getfloat("HOSTCRAWL_LEASE_SECONDS", 60.0),
         )
         self.slots = max(1, settings.getint("CONCURRENT_REQUESTS"))
-        self.progress = CrawlProgress(budget=self.limits.budget)
         self.guard = TrapGuard()
-        self.policy_lock = threading.Lock()  # the policy is used by the reactor and by the link thread
         self.inbox: list[Claimed] = []
         self.leases: dict[int, Lease] = {}  # handed to Scrapy, not yet recorded
         self.claimed_records: dict[int, HostRecord] = {}  # the host as it was when leased, until fetched
         self.fetching = 0
         self.ready_at: dict[str, float] = {}  # politeness: host -> monotonic time (host_ready_at)
-        self.seq = 0
-        self.boost = 0.0
         self.gauges: dict[str, Any] = {}  # the crawler's cleaning and politeness gauges (set on the reactor)
         # A host is released when its response has passed the downloader middlewares, which may fetch
         # more of it first (tdmrep.json): from then on its delay runs, for every worker.
         crawler.signals.connect(self.response_received, signal=signals.response_received)
+        self.shared = SharedPolicy(
+            self.policy, self.limits, self.priors, self.frontier_store, self._run_explored
+        )
+        self.progress = self.shared.progress
         self.link = RedisLink(
             self.frontier_store,
             self.worker,
@@ -92,10 +88,10 @@ class RedisHostScheduler(HostScheduler):
             self._want,
             self._claimed,
             self._info,
-            self._observe_in_thread,
-            self._shared,
-            self._pick,
-            self._claim_limits,
+            self.shared.observe,
+            self.shared.shared,
+            self.shared.pick,
+            self.shared.claim_limits,
         )
 
     @classmethod
@@ -141,16 +137,8 @@ class RedisHostScheduler(HostScheduler):
         """Leases to claim now: few beyond what the downloader can start (a claimed host waits for us)."""
         return max(0, min(self.slots - self.fetching, INBOX) - len(self.inbox))
 
-    def _claim_limits(self) -> tuple[int, bool]:
-        """Hosts busy in the run below which fillers are claimed, and whether the run still explores (the
-        policy's explore share, counted over every worker's fetches)."""
-        self._sync_explored()
-        exploring = getattr(self.policy, "exploring", None)
-        with self.policy_lock:
-            return self.limits.fill_hosts, True if exploring is None else bool(exploring(self.progress))
-
-    def _sync_explored(self) -> None:
-        self.progress.explore_fetches = max(self.progress.explore_fetches, self.link.state.explore_fetches)
+    def _run_explored(self) -> int:
+        return self.link.state.explore_fetches
 
     def _info(self) -> dict[str, Any]:
         return {
@@ -172,93 +160,7 @@ class RedisHostScheduler(HostScheduler):
         self.inbox.extend(claimed)
         self._nudge()
 
-    def _observe_in_thread(
-        self, raw: str | None, host: str, phase: str, url: str, value: float, sitemap: bool
-    ) -> tuple[str, tuple[float | None, bool], ScoreOutcome, SharedUpdate]:
-        """The shared record with this page's score: (record JSON, rank, outcome, run-wide policy state)."""
-        record = self._record(host, raw)
-        record.fetched += 1
-        record.settled += 1
-        with self.policy_lock:
-            outcome = record_score(
-                record, self.policy, Phase(phase), url, value, self.limits.threshold, sitemap
-            )
-            if outcome.drop_reason and record.state not in (HostState.DROPPED, HostState.BLOCKED):
-                record.state = HostState.DROPPED
-                record.drop_reason = outcome.drop_reason
-            rank, judged = self._rank(record)
-            mean = getattr(self.policy, "means", {}).get(host)
-        shared = SharedUpdate(url_shape(url), value > self.limits.threshold, mean)
-        return json.dumps(host_state(record), separators=(",", ":")), (rank, judged), outcome, shared
-
-    def _shared(self, means: dict[str, float], shapes: dict[str, list[int]]) -> None:
-        """The whole run's host means (the aspiration level's input) and URL-shape counts replace this
-        worker's, which saw only its own pages (from the link thread, every SHARED_EVERY_S)."""
-        with self.policy_lock:
-            own = getattr(self.policy, "means", None)
-            if isinstance(own, dict):
-                learnt = sum(1 for host in means if host not in own)
-                own.update(means)
-                self.policy.changes += learnt  # type: ignore[attr-defined]  # (adaptive's counter)
-            self.policy.shape_totals = shapes
-            self.policy.epoch(self.progress)  # the aspiration level, from every worker's hosts
-            self._update_boost()
-
     # -- handing out --------------------------------------------------------------------------------
-
-    def _record(self, host: str, raw: str | dict[str, Any] | None) -> HostRecord:
-        record = HostRecord(host, budget=self.limits.per_host_budget)
-        data = json.loads(raw) if isinstance(raw, str) else raw
-        if isinstance(data, dict) and data:
-            restore_host(record, data)
-            # pages of it that workers fetched and have not recorded yet count as fetched (and, while it
-            # is sampled, as samples handed out), as HostFrontier counts its own: no blind deepening
-            unscored = int(data.get(UNSCORED, 0) or 0)
-            record.fetched += unscored
-            record.sample_handed += unscored
-        apply_prior(
-            record, None if self.priors is None else self.priors.lookup(host)
-        )  # (no signal: a thread)
-        return record
-
-    def _rank(self, record: HostRecord) -> tuple[float | None, bool]:
-        """The policy's priority as one number (Redis sorts by one score: primary + 1e-9 x secondary), and
-        whether the policy has judged the host. A host it has not competes with the aspiration level; that
-        part is left to Redis (CLAIM's boost), so raising the aspiration needs no re-ranking of every host.
-        A dropped host's rank is its dormant rank (FILL_FLOOR up for a filler), None if it never returns."""
-        self._sync_explored()
-        if not record.queue:  # the queue is in Redis: rank it as a host with pages left
-            record.queue.append(QueuedUrl(f"http://{record.host}/", 1, self.seq))
-        if record.state is HostState.DROPPED:
-            filler = self.policy.fill_priority(record)
-            revive = filler or self.policy.revive_priority(record)
-            if revive is None:
-                return None, True
-            return _flat(revive) + (FILL_FLOOR + 1.0 if filler else 0.0), True
-        priority = self.policy.priority(record, self.progress) or self.policy.fill_priority(record)
-        aspiration = getattr(self.policy, "aspiration", None)
-        judged = True
-        if aspiration is not None and priority is not None:
-            self.policy.aspiration = 0.0  # type: ignore[attr-defined]
-            own = self.policy.priority(record, self.progress)
-            self.policy.aspiration = aspiration  # type: ignore[attr-defined]
-            judged = own == priority
-            priority = own or priority
-        if priority is None:
-            return UNRANKED, True
-        return _flat(priority), judged
-
-    def _update_boost(self) -> None:
-        """The aspiration level, as what it adds to an unjudged host's own index (for CLAIM)."""
-        aspiration = getattr(self.policy, "aspiration", None)
-        estimate = getattr(self.policy, "estimate", None)
-        if aspiration is None or estimate is None:
-            return
-        mean, sd = estimate(HostRecord("new.invalid"))
-        boost = max(0.0, aspiration - (mean + self.policy.config.exploration_bonus * sd))
-        if boost != self.boost:
-            self.frontier_store.set_boost(boost)
-            self.boost = boost
 
     def next_request(self) -> Request | None:
         while self.inbox:
@@ -268,9 +170,8 @@ class RedisHostScheduler(HostScheduler):
                 self._skip(claimed)
                 continue
             request = claimed.request
-            record = self._record(claimed.host, claimed.host_record)
-            with self.policy_lock:
-                phase = Phase.DISCOVER if request.discover else self.policy.phase_of(record, request.url)
+            record = self.shared.record(claimed.host, claimed.host_record)
+            phase = self.shared.phase(record, request.url, request.discover)
             host, url, depth = claimed.host, request.url, request.depth
             lease = Lease(host, url, depth, lease_id, 0, phase, None, request.discover)
             self.leases[lease_id] = lease
@@ -280,7 +181,7 @@ class RedisHostScheduler(HostScheduler):
             meta.update({"depth": request.depth, LEASE_META: lease, POLICY_META: self.policy.name})
             self.stats.inc_value(f"frontier/handed_out/{phase.value}")
             if phase is not Phase.DEEPEN:  # the run's explore share is spent by every worker's fetches
-                self.progress.explore_fetches += 1
+                self.shared.explored()
                 self.link.send("count", "explore_fetches", 1)
             return Request(
                 request.url,
@@ -303,20 +204,6 @@ class RedisHostScheduler(HostScheduler):
         self.link.send("fetch_ended", claimed.lease_id, 0.0, False, False)
         self.link.send("done", claimed.lease_id, None)
 
-    def _pick(
-        self, host: str, data: dict[str, Any], requests: list[QueuedRequest | None], urgent: bool
-    ) -> int | None:
-        """The policy's choice among a leased host's first queued URLs (from the link thread)."""
-        if requests[0] is None:
-            return 0  # taken out of the queue, counted and skipped
-        record = self._record(host, data)
-        valid = [(i, r) for i, r in enumerate(requests) if r is not None]
-        for i, r in valid:
-            record.queue.append(QueuedUrl(r.url, r.depth, i, discover=r.discover))
-        with self.policy_lock:
-            index, _ = next_in_host(record, self.policy)
-        return None if index is None else valid[index][0]
-
     def enqueue_request(self, request: Request) -> bool:
         old: Lease | None = request.meta.get(LEASE_META)
         if old is not None:
@@ -335,12 +222,11 @@ class RedisHostScheduler(HostScheduler):
             return False
         kept = {k: request.meta[k] for k in KEPT_META if k in request.meta}
         discover = bool(request.meta.get(DISCOVER_META))
-        self.seq += 1
+        self.shared.seq += 1
         record = HostRecord(host, budget=self.limits.per_host_budget)
-        record.queue.append(QueuedUrl(url, int(request.meta.get("depth", 0)), self.seq))
+        record.queue.append(QueuedUrl(url, int(request.meta.get("depth", 0)), self.shared.seq))
         apply_prior(record, None if self.priors is None else self.priors.lookup(host))
-        with self.policy_lock:
-            rank, _ = self._rank(record)  # a host new to the run is unjudged (see _rank)
+        rank, _ = self.shared.rank(record)  # a host new to the run is unjudged (see SharedPolicy._rank)
         rank = UNRANKED if rank is None else rank
         queued = QueuedRequest(url, int(request.meta.get("depth", 0)), kept, discover)
         self.link.send("enqueue", [NewUrl(host, queued, old is not None or discover, force, rank)])
@@ -363,17 +249,8 @@ class RedisHostScheduler(HostScheduler):
             self.stats.inc_value("frontier/fetched")
 
     def _hold(self, lease: Lease) -> bool:
-        """The policy would not fetch more of the host before this page's score is back (as HostFrontier
-        keeps such a host out of its heap): it stays busy until the page is recorded."""
         record = self.claimed_records.pop(lease.row_id, None)
-        if record is None:
-            return False
-        if record.state is HostState.DROPPED:
-            return True  # a dormant host comes back one page at a time, each scored before the next
-        record.fetched += 1
-        with self.policy_lock:
-            rank, _ = self._rank(record)
-        return rank == UNRANKED
+        return record is not None and self.shared.hold(record)
 
     def _settle(self, lease: Lease, checkpoint: dict[str, str] | None) -> None:
         if lease.settled:
@@ -419,10 +296,6 @@ class RedisHostScheduler(HostScheduler):
 
     def politeness_changed(self, host: str, part: str, state: dict[str, Any]) -> None:
         self.link.send("save_politeness", host, part, json.dumps(state, separators=(",", ":")))
-
-
-def _flat(priority: tuple[float, ...]) -> float:
-    return float(priority[0]) + (1e-9 * float(priority[1]) if len(priority) > 1 else 0.0)
 
 
 def _pid() -> int:
