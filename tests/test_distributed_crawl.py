@@ -185,7 +185,7 @@ def wait_for_leases(server: RedisServer, run: str, worker: str, leases: int, tim
 
 def test_kill_9_of_a_worker_loses_nothing(tmp_path: Path, redis_server: RedisServer) -> None:
     with TestWebProcess(TestWebConfig(n_hosts=30, seed=5), tmp_path / "web") as web:
-        workers = start_workers(tmp_path, web, redis_server, "kill", 3, budget=240, lease_s=6)
+        workers = start_workers(tmp_path, web, redis_server, "kill", 3, budget=160, lease_s=6)
         wait_for_rows(workers.run_dir / "workers" / "w0", 5)
         wait_for_leases(redis_server, "kill", "w0", 3)
         assert workers.procs[0].poll() is None, "the worker to kill had finished already"
