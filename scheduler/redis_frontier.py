@@ -22,7 +22,7 @@ from typing import Any
 
 import redis
 
-from scheduler import redis_scripts
+from scheduler import redis_groups, redis_host_scripts, redis_scripts
 from scheduler.urls import fingerprint
 
 DEDUP_BUCKET_BITS = 16  # 65,536 intset keys; at 10M URLs about 150 members each
@@ -105,29 +105,33 @@ def dedup_key(url: str) -> tuple[int, int]:
     return unsigned >> (64 - DEDUP_BUCKET_BITS), unsigned & ((1 << DEDUP_MEMBER_BITS) - 1)
 
 
+SCRIPTS = {  # every change to the frontier, one atomic Lua script each
+    "ENQUEUE": redis_scripts.ENQUEUE,
+    "CLAIM": redis_scripts.CLAIM,
+    "PICK": redis_scripts.PICK,
+    "FETCH_ENDED": redis_scripts.FETCH_ENDED,
+    "DONE": redis_scripts.DONE,
+    "RECLAIM": redis_scripts.RECLAIM,
+    "RENEW": redis_scripts.RENEW,
+    "BLOCK": redis_host_scripts.BLOCK,
+    "DROP": redis_host_scripts.DROP,
+    "PRIORITISE": redis_host_scripts.PRIORITISE,
+    "JOIN": redis_groups.JOIN,
+}
+
+
 class RedisFrontier:
     """One run's shared frontier. `run` names it; many runs can share one Redis database."""
 
-    def __init__(self, client: redis.Redis, run: str, lease_seconds: float = 60.0) -> None:
+    def __init__(
+        self, client: redis.Redis, run: str, lease_seconds: float = 60.0, group_limit: int = 1
+    ) -> None:
         self.client = client
         self.run = run
         self.prefix = f"{KEY_PREFIX}{run}:"
         self.lease_ms = int(lease_seconds * 1000)
-        self.scripts = {
-            name: client.register_script(getattr(redis_scripts, name))
-            for name in (
-                "ENQUEUE",
-                "CLAIM",
-                "PICK",
-                "FETCH_ENDED",
-                "DONE",
-                "RECLAIM",
-                "RENEW",
-                "BLOCK",
-                "DROP",
-                "PRIORITISE",
-            )
-        }
+        self.group_limit = group_limit  # requests in flight per politeness group in the run (0: no limit)
+        self.scripts = {name: client.register_script(lua) for name, lua in SCRIPTS.items()}
 
     def key(self, name: str) -> str:
         return self.prefix + name
@@ -195,10 +199,8 @@ class RedisFrontier:
         """Leases up to n hosts, ready and best ranked first, and one URL of each (two round trips). Past
         the explore share (`exploring` False), new hosts and dormant ones are fillers: taken while fewer
         than `fill_hosts` hosts are busy in the run, or when nothing else is queued (see CLAIM)."""
-        flag = "1" if exploring else "0"
-        leased = self._call(
-            "CLAIM", n, self.lease_ms, worker, budget, WINDOW, fill_hosts, repr(FILL_FLOOR), flag
-        )
+        limits = (fill_hosts, repr(FILL_FLOOR), "1" if exploring else "0", self.group_limit)
+        leased = self._call("CLAIM", n, self.lease_ms, worker, budget, WINDOW, *limits)
         out, picks = [], []
         for lease_id, host, raw_record, urgent, window, unscored in leased:
             try:
@@ -244,6 +246,10 @@ class RedisFrontier:
 
     def block(self, host: str, reason: str) -> int:
         return int(self._call("BLOCK", host, reason))
+
+    def join(self, host: str, group: str) -> bool:
+        """`host` is in politeness group `group` (`ip:ADDRESS`, `domain:NAME`); True if that is news."""
+        return bool(self._call("JOIN", host, group))
 
     def drop(self, host: str, reason: str, rank: float | None = None) -> int:
         """The policy gave up on `host`: with a rank it is dormant (kept, fetched when better hosts are

@@ -248,7 +248,7 @@ class RedisLink:
             lease_id, checkpoint = op.args
             pairs = [x for item in (checkpoint or {}).items() for x in item]
             scripts["DONE"](keys=[f.prefix], args=[lease_id, self.worker, *pairs], client=pipe)
-        elif op.method in ("block", "drop"):
+        elif op.method in ("block", "drop", "join"):
             scripts[op.method.upper()](keys=[f.prefix], args=list(op.args), client=pipe)
         elif op.method == "save_politeness":
             host, part, state = op.args

@@ -25,6 +25,7 @@ import redis
 from scrapy import Request, signals
 from scrapy_redis.connection import get_redis_from_settings
 
+from scheduler.groups import domain_group
 from scheduler.hosts import HostRecord, Phase
 from scheduler.lease import Lease
 from scheduler.priors import apply_prior
@@ -42,6 +43,7 @@ from scheduler.scrapy_scheduler import (
     LEASE_META,
     POLICY_META,
     HostScheduler,
+    host_discovered,
     politeness_restored,
 )
 from scheduler.shared_policy import UNRANKED, SharedPolicy
@@ -65,9 +67,11 @@ class RedisHostScheduler(HostScheduler):
             get_redis_from_settings(settings),
             settings["HOSTCRAWL_REDIS_RUN"],
             settings.getfloat("HOSTCRAWL_LEASE_SECONDS", 60.0),
+            self.limits.concurrency_per_group,
         )
         self.slots = max(1, settings.getint("CONCURRENT_REQUESTS"))
         self.guard = TrapGuard()
+        self.grouped: set[str] = set()  # hosts whose domain group this worker has told Redis
         self.inbox: list[Claimed] = []
         self.leases: dict[int, Lease] = {}  # handed to Scrapy, not yet recorded
         self.claimed_records: dict[int, HostRecord] = {}  # the host as it was when leased, until fetched
@@ -222,6 +226,10 @@ class RedisHostScheduler(HostScheduler):
             return False
         kept = {k: request.meta[k] for k in KEPT_META if k in request.meta}
         discover = bool(request.meta.get(DISCOVER_META))
+        if host not in self.grouped:  # its politeness groups reach Redis before its first URL does
+            self.grouped.add(host)
+            self.link.send("join", host, domain_group(host))
+            self.crawler.signals.send_catch_log(signal=host_discovered, host=host)  # (its address, if known)
         self.shared.seq += 1
         record = HostRecord(host, budget=self.limits.per_host_budget)
         record.queue.append(QueuedUrl(url, int(request.meta.get("depth", 0)), self.shared.seq))
@@ -292,7 +300,8 @@ class RedisHostScheduler(HostScheduler):
         self.link.send("block", host, reason)
 
     def host_address(self, host: str, address: str) -> None:
-        """IP groups are per worker in this mode (see the note in README): only hosts are shared."""
+        """Hosts on one IP address share a politeness group in the whole run (scheduler/redis_groups.py)."""
+        self.link.send("join", host, f"ip:{address}")
 
     def politeness_changed(self, host: str, part: str, state: dict[str, Any]) -> None:
         self.link.send("save_politeness", host, part, json.dumps(state, separators=(",", ":")))

@@ -5,12 +5,16 @@ the Redis server's clock (TIME, milliseconds), so workers on machines with skewe
 when a host may be fetched again. A host is in exactly one of: `eligible` or `eligible_new` (idle, ready,
 URLs queued; score = policy priority; `_new`: hosts the policy has not judged yet, which compete with the
 judged ones at their score plus the run's aspiration boost, meta `boost`), `waiting` (idle, URLs queued,
-politeness delay not over; score = ready time), `busy` (a request of it is in flight somewhere), or none
-(nothing queued). `ready` remembers each host's politeness clock even while its queue is empty, so a URL
-found later cannot skip the delay.
+politeness delay not over; score = ready time), `busy` (a request of it is in flight somewhere), `dormant`
+or `dormant_waiting` (dropped by the policy, kept to come back to: `revivable`), `gwait:GROUP` (passed over
+while a politeness group of it was busy: scheduler/redis_groups.py), or none (nothing queued). `ready`
+remembers each host's politeness clock even while its queue is empty, so a URL found later cannot skip the
+delay. What is decided about a host (block, drop, rank) is in scheduler/redis_host_scripts.py.
 """
 
 from __future__ import annotations
+
+from scheduler.redis_groups import GROUP_HELPERS
 
 _NOW = """
 local t = redis.call('TIME')
@@ -95,21 +99,38 @@ return out
 )
 
 # ARGV: how many, lease ms, worker id, budget (0 = none), window, fill hosts, fill floor, exploring ('1' or
-# '0'). Leases hosts (not yet URLs): per lease id, host, the host's shared record (JSON or ''), '1' if what
-# leads its queue is a dead worker's (fetched first), the first `window` payloads of its queue (the worker
-# picks one with PICK) and how many of its fetched pages are not recorded yet. Hosts the policy has not
-# judged compete at their rank plus the aspiration boost while the run is exploring; past its explore share
-# they, and then dormant hosts ranked at or above the fill floor (dropped on thin evidence), fill idle
-# capacity: while fewer than `fill hosts` hosts are busy in the run. Once no other host has URLs queued,
-# any of them is taken (new hosts first, then dormant ones, best first), as one process widens its rules.
+# '0'), group limit (requests in flight per politeness group, 0 for none: scheduler/redis_groups.py). Leases
+# hosts (not yet URLs): per lease id, host, the host's shared record (JSON or ''), '1' if what leads its queue
+# is a dead worker's (fetched first), the first `window` payloads of its queue (the worker picks one with
+# PICK) and how many of its fetched pages are not recorded yet. A host one of whose groups is at its limit is
+# passed over. Hosts the policy has not judged compete at their rank plus the aspiration boost while the run
+# is exploring; past its explore share they, and then dormant hosts ranked at or above the fill floor (dropped
+# on thin evidence), fill idle capacity: while fewer than `fill hosts` hosts are busy in the run. Once no
+# other host has URLs queued, any of them is taken (new hosts first, then dormant ones, best first), as one
+# process widens its rules.
 CLAIM = (
     _NOW
     + _PARK
+    + GROUP_HELPERS
     + """
 local P = KEYS[1]
 local n, lease_ms, worker = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local budget, window = tonumber(ARGV[4]), tonumber(ARGV[5])
 local fill_hosts, fill_floor, exploring = tonumber(ARGV[6]), ARGV[7], ARGV[8] ~= '0'
+local group_limit = tonumber(ARGV[9] or '0')
+local SCAN = 64  -- ranked hosts looked at for one whose politeness groups are free
+local function first(name, floor)  -- the best host of a set (at or above floor) free to go, and its score
+  while true do
+    local found = redis.call('ZREVRANGEBYSCORE', P..name, '+inf', floor, 'WITHSCORES', 'LIMIT', 0, SCAN)
+    if #found == 0 then return nil end
+    for i = 1, #found, 2 do
+      local g = busy_group(P, found[i], group_limit)
+      if not g then return found[i], tonumber(found[i + 1]) end
+      redis.call('ZREM', P..name, found[i])  -- back when its group frees (release_groups)
+      redis.call('SADD', P..'gwait:'..g, found[i])
+    end
+  end
+end
 if redis.call('HGET', P..'meta', 'state') == 'draining' then return {} end
 for _, name in ipairs({'waiting', 'dormant_waiting'}) do
   local due = redis.call('ZRANGEBYSCORE', P..name, '-inf', now, 'LIMIT', 0, 1000)
@@ -120,16 +141,16 @@ for _, name in ipairs({'waiting', 'dormant_waiting'}) do
 end
 local boost = tonumber(redis.call('HGET', P..'meta', 'boost') or '0')
 local function best()  -- the better of the best judged host and the best new one (boosted)
-  local known = redis.call('ZREVRANGE', P..'eligible', 0, 0, 'WITHSCORES')
-  local new = {}
-  if exploring then new = redis.call('ZREVRANGE', P..'eligible_new', 0, 0, 'WITHSCORES') end
-  if #known == 0 and #new == 0 then return nil end
-  if #new == 0 or (#known > 0 and tonumber(known[2]) >= tonumber(new[2]) + boost) then
-    redis.call('ZREM', P..'eligible', known[1])
-    return known[1]
+  local known, known_score = first('eligible', '-inf')
+  local new, new_score = nil, nil
+  if exploring then new, new_score = first('eligible_new', '-inf') end
+  if not known and not new then return nil end
+  if not new or (known and known_score >= new_score + boost) then
+    redis.call('ZREM', P..'eligible', known)
+    return known
   end
-  redis.call('ZREM', P..'eligible_new', new[1])
-  return new[1]
+  redis.call('ZREM', P..'eligible_new', new)
+  return new
 end
 local function others()  -- hosts not dormant with URLs queued, in their delay or in flight
   if redis.call('ZCARD', P..'waiting') > 0 then return true end
@@ -140,10 +161,9 @@ local function others()  -- hosts not dormant with URLs queued, in their delay o
 end
 local others_left = nil  -- (asked once per claim)
 local function top(name, floor)
-  local found = redis.call('ZREVRANGEBYSCORE', P..name, '+inf', floor, 'LIMIT', 0, 1)
-  if #found == 0 then return nil end
-  redis.call('ZREM', P..name, found[1])
-  return found[1]
+  local h = first(name, floor)
+  if h then redis.call('ZREM', P..name, h) end
+  return h
 end
 local function filler()  -- when best() found none: a new host past the explore share, or a dormant one
   if others_left == nil then others_left = others() end
@@ -170,6 +190,7 @@ local function take(h, urgent)
   else
     redis.call('HINCRBY', P..'counters', 'spent', 1)
   end
+  take_groups(P, h, lease)
   redis.call('HSET', P..'lease', id, cjson.encode(lease))
   redis.call('HSET', P..'busy', h, id)
   redis.call('HINCRBY', P..'counters', 'handed_out', 1)
@@ -179,7 +200,7 @@ end
 -- first what dead workers held (fetched again before anything new, whatever the budget)
 for _, h in ipairs(redis.call('HKEYS', P..'urgent')) do
   if #out >= n then break end
-  if redis.call('ZREM', eligible(P, h), h) == 1 then take(h, true) end
+  if not busy_group(P, h, group_limit) and redis.call('ZREM', eligible(P, h), h) == 1 then take(h, true) end
 end
 while #out < n do
   if budget > 0 and tonumber(redis.call('HGET', P..'counters', 'spent') or '0') >= budget then break end
@@ -214,6 +235,7 @@ return 1
 FETCH_ENDED = (
     _NOW
     + _PARK
+    + GROUP_HELPERS
     + """
 local P = KEYS[1]
 local id, delay, fetched, hold = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', ARGV[4] == '1'
@@ -222,6 +244,7 @@ if not raw then return 0 end
 local lease = cjson.decode(raw)
 if lease.e then return 1 end
 lease.e = 1
+release_groups(P, lease, now)
 local h = lease.h
 if fetched then  -- counted for its host until the lease is done: other workers see it as in flight
   lease.f = 1
@@ -248,6 +271,7 @@ return 1
 DONE = (
     _NOW
     + _PARK
+    + GROUP_HELPERS
     + """
 local P = KEYS[1]
 local id, worker = ARGV[1], ARGV[2]
@@ -261,6 +285,7 @@ local raw = redis.call('HGET', P..'lease', id)
 if not raw then return 0 end
 local lease = cjson.decode(raw)
 local h = lease.h
+release_groups(P, lease, now)  -- (FETCH_ENDED did, unless it never came)
 if lease.f then unscore(P, h) end
 if redis.call('HGET', P..'busy', h) == id then  -- held for its score (FETCH_ENDED's hold)
   redis.call('HDEL', P..'busy', h)
@@ -274,6 +299,7 @@ return redis.call('HDEL', P..'lease', id)
 RECLAIM = (
     _NOW
     + _PARK
+    + GROUP_HELPERS
     + """
 local P = KEYS[1]
 local expired = redis.call('ZRANGEBYSCORE', P..'leases', '-inf', now, 'LIMIT', 0, 1000)
@@ -284,6 +310,7 @@ for _, id in ipairs(expired) do
   if raw then
     local lease = cjson.decode(raw)
     local h = lease.h
+    release_groups(P, lease, now)  -- (none left if its fetch had ended)
     if lease.f then unscore(P, h) end
     redis.call('HINCRBY', P..'counters', 'lease_expired', 1)
     if lease.e then redis.call('HINCRBY', P..'counters', 'lease_expired_after_fetch', 1) end
@@ -313,77 +340,3 @@ end
 return held
 """
 )
-
-# No more requests to a host: its queue is dropped (counted). ARGV: host, reason.
-BLOCK = """
-local P = KEYS[1]
-local h, reason = ARGV[1], ARGV[2]
-if redis.call('SADD', P..'blocked', h) == 0 then return 0 end
-local n = redis.call('LLEN', P..'q:'..h)
-redis.call('DEL', P..'q:'..h)
-redis.call('ZREM', P..'eligible', h)
-redis.call('ZREM', P..'eligible_new', h)
-redis.call('ZREM', P..'waiting', h)
-redis.call('ZREM', P..'dormant', h)
-redis.call('ZREM', P..'dormant_waiting', h)
-redis.call('HDEL', P..'urgent', h)
-redis.call('HINCRBY', P..'counters', 'dropped/host_blocked', n)
-redis.call('HINCRBY', P..'counters', 'host/blocked/'..reason, 1)
-return n
-"""
-
-# The policy gave up on a host. ARGV: host, reason, rank ('' for none). With a rank it is dormant: its queue
-# is kept (new URLs too), and CLAIM takes it only when better hosts are lacking (re-ranked by each DROP).
-# Without one its queued URLs are dropped (counted) and no new ones are queued; a lease that expires later
-# still returns (what a dead worker fetched and never recorded is fetched again). Returns URLs dropped.
-DROP = (
-    _NOW
-    + _PARK
-    + """
-local P = KEYS[1]
-local h, reason, rank = ARGV[1], ARGV[2], ARGV[3] or ''
-if redis.call('SISMEMBER', P..'dropped', h) == 1 then return 0 end
-if redis.call('SISMEMBER', P..'revivable', h) == 0 then
-  redis.call('HINCRBY', P..'counters', 'host/dropped/'..reason, 1)
-end
-for _, name in ipairs({'eligible', 'eligible_new', 'waiting', 'dormant', 'dormant_waiting'}) do
-  redis.call('ZREM', P..name, h)
-end
-if rank ~= '' then
-  redis.call('SADD', P..'revivable', h)
-  redis.call('HSET', P..'prio', h, rank)
-  park(P, h, now, rank)
-  return 0
-end
-redis.call('SREM', P..'revivable', h)
-redis.call('SADD', P..'dropped', h)
-local keep = tonumber(redis.call('HGET', P..'urgent', h) or '0')  -- a dead worker's, at the front
-local n = redis.call('LLEN', P..'q:'..h) - keep
-if keep > 0 then
-  redis.call('LTRIM', P..'q:'..h, 0, keep - 1)
-  park(P, h, now, 0)
-else
-  redis.call('DEL', P..'q:'..h)
-end
-redis.call('HINCRBY', P..'counters', 'dropped/host_dropped', n)
-return n
-"""
-)
-
-# A worker's new estimate of a host's worth: re-ranks it if it is eligible now. ARGV: host, priority,
-# '1' if the policy has judged the host (else it competes with the new ones, see CLAIM's boost).
-PRIORITISE = """
-local P = KEYS[1]
-local h, prio = ARGV[1], ARGV[2]
-redis.call('HSET', P..'prio', h, prio)
-local was = redis.call('ZREM', P..'eligible', h) + redis.call('ZREM', P..'eligible_new', h)
-if ARGV[3] == '1' then redis.call('SADD', P..'known', h) else redis.call('SREM', P..'known', h) end
-if was > 0 then
-  if ARGV[3] == '1' then
-    redis.call('ZADD', P..'eligible', prio, h)
-  else
-    redis.call('ZADD', P..'eligible_new', prio, h)
-  end
-end
-return 1
-"""

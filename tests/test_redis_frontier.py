@@ -257,3 +257,48 @@ def test_a_host_claimed_while_another_workers_page_of_it_is_unrecorded_says_so(
     assert frontier.done(first.lease_id, "w1") and frontier.done(second.lease_id, "w2")
     (third,) = frontier.claim(1, "w1", 0)
     assert third.host_record[UNSCORED] == 0
+
+
+def test_hosts_on_one_address_are_one_request_at_a_time_across_workers(frontier: RedisFrontier) -> None:
+    frontier.enqueue(urls(("a.example", "/1"), ("b.example", "/1"), ("c.example", "/1")))
+    for host in ("a.example", "b.example"):
+        assert frontier.join(host, "ip:203.0.113.7")
+    assert not frontier.join("a.example", "ip:203.0.113.7")  # a second worker learning it changes nothing
+    frontier.join("c.example", "ip:203.0.113.9")  # alone on its address: not limited by it
+    first = frontier.claim(10, "w1", 0)
+    assert len(first) == 2 and "c.example" in hosts_of(first)  # a or b, not both
+    assert frontier.claim(10, "w2", 0) == []  # the other waits, at every worker
+    (shared,) = [c for c in first if c.host != "c.example"]
+    frontier.fetch_ended(
+        shared.lease_id, 0.0, fetched=True, hold=True
+    )  # in flight no more (held for its score)
+    (other,) = frontier.claim(10, "w2", 0)
+    assert {other.host, shared.host} == {"a.example", "b.example"}
+
+
+def test_a_host_found_to_share_an_address_while_in_flight_counts_there(redis_server: RedisServer) -> None:
+    short = RedisFrontier(redis_server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
+    short.enqueue(urls(("a.example", "/1"), ("b.example", "/1")))
+    (first,) = short.claim(1, "dead", 0)
+    other = ({"a.example", "b.example"} - {first.host}).pop()
+    short.join(other, "ip:203.0.113.7")
+    short.join(first.host, "ip:203.0.113.7")  # resolved while its request is in flight
+    assert short.claim(10, "w2", 0) == []
+    time.sleep(0.6)  # the worker died: its lease expires and so does its place in the group
+    short.reclaim()
+    assert hosts_of(short.claim(10, "w2", 0)) == [first.host]  # its URL first; one host of the two
+
+
+def test_hosts_of_one_busy_group_do_not_crowd_the_others_out(frontier: RedisFrontier) -> None:
+    farm = [f"s{i}.farm.example" for i in range(80)]  # more than a claim looks at (64), all ranked first
+    frontier.enqueue(urls(*((host, "/1") for host in farm), ("lone.example", "/1")))
+    for host in farm:
+        frontier.join(host, "domain:farm.example")
+        frontier.prioritise(host, 0.9)
+    frontier.prioritise("lone.example", 0.1)
+    first = frontier.claim(5, "w1", 0)
+    assert len(first) == 2 and "lone.example" in hosts_of(first)  # one of the farm, and the lone host
+    (farm_lease,) = [c for c in first if c.host != "lone.example"]
+    frontier.fetch_ended(farm_lease.lease_id, 0.0, fetched=True)  # the farm's group is free again
+    (second,) = frontier.claim(5, "w2", 0)
+    assert second.host in farm and second.host != farm_lease.host

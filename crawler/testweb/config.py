@@ -34,6 +34,7 @@ class TestWebConfig:
     # None: $HOSTCRAWL_SHARED_DATA/robots, else ../shared/data/robots if present; "": none.
     robots_dir: str | None = None
     slow_seconds: tuple[float, float] = (2.0, 6.0)
+    latency_s: float = 0.0  # every answer takes at least this long (a far server: requests in flight overlap)
     pages_median: float = 40.0
     pages_sigma: float = 1.2
     pages_range: tuple[int, int] = (5, 5000)
@@ -73,8 +74,8 @@ class TestWebConfig:
             raise ValueError("n_hosts must be at least 1")
         if not 0.0 < self.icc < 1.0 or not 0.0 < self.mean_quality < 1.0:
             raise ValueError("icc and mean_quality must lie strictly between 0 and 1")
-        if self.epoch < 0:
-            raise ValueError("epoch must be >= 0")
+        if self.epoch < 0 or self.latency_s < 0:
+            raise ValueError("epoch and latency_s must be >= 0")
         for name in (
             "hostile_share",
             "crawl_delay_share",

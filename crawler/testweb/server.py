@@ -162,8 +162,8 @@ class TestWeb:
         r = with_validators(self.cfg, rec["host"], rec["path"], self.model.render(rec["host"], rec["path"]))
         if r.status == 200 and not_modified(request.headers, r):
             return await self._send(request, rec, 304, validators(r), b"")  # conditional GET: no body
-        if r.delay:
-            await asyncio.sleep(r.delay)
+        if r.delay or self.cfg.latency_s:
+            await asyncio.sleep(max(r.delay, self.cfg.latency_s))
         if r.effect == "ratelimit" and (wait := self._rate_limited(rec["host"], r)):
             headers = {"Retry-After": str(wait), "Content-Type": "text/plain"}
             rec["retry_after"] = wait  # lets an audit check the client waited that long
