@@ -30,7 +30,7 @@ from crawler.batch_cleaner import (
     init_worker,
 )
 from crawler.directives import kept_out
-from crawler.run_stats import STATS_META, dumps_stats
+from crawler.run_stats import ATTEMPTS, STATS_META, dumps_stats
 from crawler.sinks import CHECKPOINT_META, PAGES_SPOOL, PageSpool, SinkCheckpoint, TextSink
 from crawler.warc_capture import WarcCaptureMiddleware
 from scheduler.lease import Lease
@@ -125,7 +125,7 @@ class CleanScoreStorePipeline:
             )
             await self.batcher.warm_up(warm_up)
         self.started = (time.monotonic(), time.process_time())
-        self.stats.set_value("hostcrawl/attempts", 1)  # this process; a resumed run's stats sum them
+        self.stats.set_value(ATTEMPTS, 1)  # this process; a resumed run's stats sum them
         self._clean_recovered()
 
     def _recovered(self, lease: Lease, page: dict[str, Any], html: str) -> None:

@@ -11,6 +11,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import polars as pl
 
+from crawler.run_stats import ATTEMPTS
+
 TOP_HOSTS = 20
 
 
@@ -124,7 +126,7 @@ def _run_status(run_dir: Path, stats: dict[str, Any]) -> list[str]:
             f"Continue it with `hostcrawl crawl --resume {run_dir}`.",
             "",
         ]
-    attempts = int(stats.get("hostcrawl/attempts", 1) or 1)
+    attempts = int(stats.get(ATTEMPTS, 1) or 1)
     if attempts > 1:
         lines += [f"This run took {attempts} processes ({attempts - 1} resumes); figures cover all.", ""]
     return lines

@@ -18,7 +18,15 @@ from crawler.dedup import dedup_text
 from crawler.plan_report import plan_section
 from crawler.politeness import Politeness
 from crawler.report import write_report
-from crawler.run_stats import PRIOR_STATS_META, STATS_META, dumps_stats, jsonable, loads_stats, merge_stats
+from crawler.run_stats import (
+    ATTEMPTS,
+    PRIOR_STATS_META,
+    STATS_META,
+    dumps_stats,
+    jsonable,
+    loads_stats,
+    merge_stats,
+)
 from crawler.settings import build_settings
 from crawler.sinks import CHECKPOINT_META, SinkCheckpoint, cut_to_checkpoint
 from crawler.spider import HostSpider
@@ -71,8 +79,11 @@ def recover_run(run_dir: Path) -> dict[str, Any]:
         cut, now = cut_to_checkpoint(run_dir, SinkCheckpoint.from_json(store.get_meta(CHECKPOINT_META)))
         store.set_meta(CHECKPOINT_META, now.to_json())  # a second cut before any commit keeps the same pages
         logger.info("resume: cut %d rows and %d documents of uncommitted pages", cut["rows"], cut["docs"])
-        earlier, last = store.get_meta(PRIOR_STATS_META), store.get_meta(STATS_META)
-        prior = merge_stats(loads_stats(earlier), loads_stats(last))
+        earlier, last = store.get_meta(PRIOR_STATS_META), loads_stats(store.get_meta(STATS_META))
+        # the frontier is here, so a process ran: one killed before its first commit left no
+        # counters, and it still counts as an attempt
+        last.setdefault(ATTEMPTS, 1)
+        prior = merge_stats(loads_stats(earlier), last)
         store.set_meta(PRIOR_STATS_META, dumps_stats(prior))
         store.set_meta(STATS_META, "{}")
     finally:

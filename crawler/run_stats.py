@@ -12,6 +12,7 @@ from typing import Any
 
 STATS_META = "stats"  # this attempt's counters, as of its last committed page
 PRIOR_STATS_META = "stats_prior"  # every earlier attempt's counters, merged
+ATTEMPTS = "hostcrawl/attempts"  # processes the run took: 1 per process, summed
 FIRST = frozenset({"start_time"})
 # gauges and derived figures: the latest attempt's value is the run's
 LATEST = frozenset(

@@ -12,7 +12,8 @@ import pytest
 import zstandard
 from hostcrawl_cli import HOSTCRAWL
 
-from crawler.run_stats import merge_stats
+from crawler.run import recover_run
+from crawler.run_stats import ATTEMPTS, STATS_META, dumps_stats, merge_stats
 from crawler.sinks import (
     PAGES_SPOOL,
     PageSpool,
@@ -97,6 +98,17 @@ def test_counters_add_up_over_the_processes_of_a_run() -> None:
     assert merged == {
         "page/curated": 12, "clean/queue_peak": 40, "start_time": "t0", "finish_reason": "finished"
     }  # fmt: skip
+
+
+def test_a_process_killed_before_its_first_commit_still_counts_as_an_attempt(tmp_path: Path) -> None:
+    """CI killed a resumed crawl before it committed a page: stats.json said 3 attempts of 4."""
+    store = SQLiteFrontier(tmp_path / "frontier.sqlite3")
+    store.set_meta(STATS_META, dumps_stats({ATTEMPTS: 1, "page/curated": 5}))  # the first process, committed
+    store.close()
+    assert recover_run(tmp_path)[ATTEMPTS] == 1  # the second starts; it is killed before any commit
+    prior = recover_run(tmp_path)  # so the third finds no counters of the second's
+    assert prior[ATTEMPTS] == 2 and prior["page/curated"] == 5
+    assert recover_run(tmp_path)[ATTEMPTS] == 3
 
 
 def test_request_meta_is_stored_as_json() -> None:
