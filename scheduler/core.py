@@ -147,7 +147,9 @@ class HostFrontier:
             record.queue.appendleft(item)  # finish what was started before starting anything new
         else:
             record.queue.append(item)
-        if len(record.queue) == 1 or after is not None or discover:
+        # re-ranked when it may now lead: the first URL, one put in front, or one shallower than the head
+        # (a seed Scrapy handed over after the host's first links: breadth-first fetches it first)
+        if len(record.queue) == 1 or after is not None or discover or depth < record.queue[0].depth:
             self.touch(record)
         return None
 

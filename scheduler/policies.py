@@ -18,6 +18,7 @@ from scheduler.policy_base import (
     Priority,
     linked_page,
     prior,
+    shallowest,
     size_bonus,
 )
 from scheduler.urls import url_shape
@@ -34,13 +35,20 @@ ASPIRATION_MIN_HOSTS = 10
 
 
 class BreadthFirst(Policy):
-    """Host-blind breadth-first: shallowest, oldest URL first (what Scrapy does by default)."""
+    """Host-blind breadth-first: shallowest, oldest URL first (what Scrapy does by default).
 
-    key, name = "bfs", "bfs_v1"
+    Shallowest within a host too, not its queue's order: Scrapy hands the spider's seeds to the scheduler
+    while the first pages are fetched, so a host's later seeds (a recrawl's previous pages) can be queued
+    behind links its home page had already found."""
+
+    key, name = "bfs", "bfs_v2"
 
     def priority(self, host: HostRecord, progress: CrawlProgress) -> Priority | None:
-        head = host.queue[0]
-        return (-float(head.depth), -float(head.seq))
+        item = host.queue[shallowest(host)]
+        return (-float(item.depth), -float(item.seq))
+
+    def pick(self, host: HostRecord) -> int | None:
+        return shallowest(host)
 
 
 class UniformBreadth(Policy):

@@ -72,6 +72,15 @@ def _queued_pages(host: HostRecord) -> Iterator[str]:
     return (item.url for item in itertools.islice(host.queue, SHAPE_WINDOW) if not item.discover)
 
 
+def shallowest(host: HostRecord) -> int:
+    """Index of the least deep URL within the window, the oldest of those; 0 when the queue leads with
+    a retry, a redirect or a sitemap (queued in front of the rest: what was started is finished first)."""
+    if host.queue[0].position < 0:
+        return 0
+    window = itertools.islice(host.queue, SHAPE_WINDOW)
+    return min(enumerate(window), key=lambda pair: (pair[1].depth, pair[1].seq))[0]
+
+
 def has_page(host: HostRecord) -> bool:
     """Anything to fetch besides sitemaps: a policy that defers sitemaps has something else to fetch."""
     return any(True for _ in _queued_pages(host))

@@ -134,6 +134,25 @@ def test_breadth_first_does_not_favour_good_hosts(tmp_path: Path) -> None:
     assert 0.4 <= good / len(leases) <= 0.6
 
 
+def test_breadth_first_fetches_a_seed_queued_late_before_the_links_found_before_it(tmp_path: Path) -> None:
+    """Scrapy hands seeds over while the first pages are fetched: a recrawl's previous pages (depth 0)
+    can reach a host's queue behind links (depth 1) its home page found. CI once spent a revisit's
+    budget on those links and never revisited the host's sitemap."""
+    frontier, clock = make_frontier(tmp_path, "bfs", budget=10)
+    frontier.add("http://a.example/", 0)
+    home = frontier.next()
+    assert home is not None and home.url == "http://a.example/"
+    frontier.fetch_ended(home, True, 0.0)
+    for i in range(3):
+        frontier.add(f"http://a.example/link/{i}.html", 1)
+    frontier.observe(home, 0.9)
+    frontier.add("http://a.example/sitemap.xml", 0)  # the next seed, late
+    frontier.add("http://b.example/", 0)
+    order = [lease.url for lease in simulate(frontier, clock, lambda lease: 0.9)]
+    assert order[:2] == ["http://a.example/sitemap.xml", "http://b.example/"]
+    assert order[2:] == [f"http://a.example/link/{i}.html" for i in range(3)]
+
+
 def test_adaptive_drops_a_host_whose_pages_turn_out_bad(tmp_path: Path) -> None:
     qualities = {"bad.example": 0.0, "good.example": 1.0}
     frontier, clock = make_frontier(tmp_path, "adaptive", budget=200)
