@@ -35,6 +35,9 @@ class FrontierLimits:
     threshold: float = 0.5  # a page counts as high quality above this score
     # Fewer hosts than this in flight: hosts the policy ranks "not now" may fill the idle capacity.
     # A polite crawl of one host at a time would take forever; this trades a little budget for time.
+    # For adaptive, also fewer fetched pages than this awaiting their scores: idle because scores are on
+    # their way (a cleaning pool behind), it waits for them, since fillers fetched then are blind and
+    # fetching faster than the pool cleans gains no time (Policy.fill_waits_for_scores).
     fill_hosts: int = 4
     # What the frontier holds in memory (scheduler/queue_window.py): at most memory_head x hosts + memory_urls
     # queued URLs, the rest in the SQLite store; memory_urls 0 keeps every queued URL and every dedup
@@ -207,7 +210,9 @@ class HostFrontier:
             return self._pop_urgent()  # again, whatever the budget, so it gets its row and its text
         self._refresh()
         lease = self._pop_urgent() or self._pop(self.heap)
-        if lease is None and self.in_flight < self.limits.fill_hosts:
+        waits = self.policy.fill_waits_for_scores and self.unobserved >= self.limits.fill_hosts
+        idle = self.in_flight < self.limits.fill_hosts and not waits
+        if lease is None and idle:
             lease = self._pop(self.fill_heap)
             if lease is not None:
                 self.count("frontier/filled_idle_capacity")

@@ -26,6 +26,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 _PARK = """
 local function unscore(P, h)  -- a fetched page's lease is done (recorded) or lost: no longer in flight
   if redis.call('HINCRBY', P..'unscored', h, -1) <= 0 then redis.call('HDEL', P..'unscored', h) end
+  redis.call('DECR', P..'unscored_pages')  -- the run's, for CLAIM's fillers
 end
 local function dormant(P, h)
   return redis.call('SISMEMBER', P..'revivable', h) == 1
@@ -99,13 +100,15 @@ return out
 )
 
 # ARGV: how many, lease ms, worker id, budget (0 = none), window, fill hosts, fill floor, exploring ('1' or
-# '0'), group limit (requests in flight per politeness group, 0 for none: scheduler/redis_groups.py). Leases
+# '0'), group limit (requests in flight per politeness group, 0 for none: scheduler/redis_groups.py), score
+# wait (fillers wait while this many fetched pages of the run await their scores; 0: never). Leases
 # hosts (not yet URLs): per lease id, host, the host's shared record (JSON or ''), '1' if what leads its queue
 # is a dead worker's (fetched first), the first `window` payloads of its queue (the worker picks one with
 # PICK) and how many of its fetched pages are not recorded yet. A host one of whose groups is at its limit is
 # passed over. Hosts the policy has not judged compete at their rank plus the aspiration boost while the run
 # is exploring; past its explore share they, and then dormant hosts ranked at or above the fill floor (dropped
-# on thin evidence), fill idle capacity: while fewer than `fill hosts` hosts are busy in the run. Once no
+# on thin evidence), fill idle capacity: while fewer than `fill hosts` hosts are busy in the run and fewer
+# than `score wait` fetched pages await their scores (`unscored_pages`). Once no
 # other host has URLs queued, any of them is taken (new hosts first, then dormant ones, best first), as one
 # process widens its rules.
 CLAIM = (
@@ -117,7 +120,7 @@ local P = KEYS[1]
 local n, lease_ms, worker = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local budget, window = tonumber(ARGV[4]), tonumber(ARGV[5])
 local fill_hosts, fill_floor, exploring = tonumber(ARGV[6]), ARGV[7], ARGV[8] ~= '0'
-local group_limit = tonumber(ARGV[9] or '0')
+local group_limit, score_wait = tonumber(ARGV[9] or '0'), tonumber(ARGV[10] or '0')
 local SCAN = 64  -- ranked hosts looked at for one whose politeness groups are free
 local function first(name, floor)  -- the best host of a set (at or above floor) free to go, and its score
   while true do
@@ -167,7 +170,11 @@ local function top(name, floor)
 end
 local function filler()  -- when best() found none: a new host past the explore share, or a dormant one
   if others_left == nil then others_left = others() end
-  if others_left and redis.call('HLEN', P..'busy') >= fill_hosts then return nil end
+  if others_left then  -- idle capacity, not scores on their way (as HostFrontier.next in one process)
+    local unscored = tonumber(redis.call('GET', P..'unscored_pages') or '0')
+    if redis.call('HLEN', P..'busy') >= fill_hosts then return nil end
+    if score_wait > 0 and unscored >= score_wait then return nil end
+  end
   local how = others_left and 'filled_idle_capacity' or 'nothing_else_left'
   local h = not exploring and top('eligible_new', '-inf')
   if h then
@@ -249,6 +256,7 @@ local h = lease.h
 if fetched then  -- counted for its host until the lease is done: other workers see it as in flight
   lease.f = 1
   redis.call('HINCRBY', P..'unscored', h, 1)
+  redis.call('INCR', P..'unscored_pages')
 end
 redis.call('HSET', P..'lease', id, cjson.encode(lease))
 local ready = math.max(tonumber(redis.call('HGET', P..'ready', h) or '0'), now + delay)

@@ -115,13 +115,16 @@ class SharedPolicy:
             self.policy.epoch(self.progress)  # the aspiration level, from every worker's hosts
             self._update_boost()
 
-    def claim_limits(self) -> tuple[int, bool]:
-        """Hosts busy in the run below which fillers are claimed, and whether the run still explores (the
-        policy's explore share, counted over every worker's fetches)."""
+    def claim_limits(self) -> tuple[int, bool, int]:
+        """Hosts busy in the run below which fillers are claimed, whether the run still explores (the
+        policy's explore share, counted over every worker's fetches), and the run's pages awaiting their
+        scores at which fillers wait (0: never; Policy.fill_waits_for_scores)."""
         exploring = getattr(self.policy, "exploring", None)
+        score_wait = self.limits.fill_hosts if self.policy.fill_waits_for_scores else 0
         with self.lock:
             self._sync_explored()
-            return self.limits.fill_hosts, True if exploring is None else bool(exploring(self.progress))
+            explores = True if exploring is None else bool(exploring(self.progress))
+            return self.limits.fill_hosts, explores, score_wait
 
     def pick(
         self, host: str, data: dict[str, Any], requests: list[QueuedRequest | None], urgent: bool
