@@ -35,8 +35,8 @@ class FrontierLimits:
     threshold: float = 0.5  # a page counts as high quality above this score
     # Fewer hosts than this in flight: hosts the policy ranks "not now" may fill the idle capacity.
     # A polite crawl of one host at a time would take forever; this trades a little budget for time.
-    # For adaptive, also fewer fetched pages than this awaiting their scores: idle because scores are on
-    # their way (a cleaning pool behind), it waits for them, since fillers fetched then are blind and
+    # For adaptive, also fewer hosts than this awaiting scores: scores on their way (a cleaning pool behind)
+    # that may make that many hosts eligible are waited for; fillers fetched then would be blind, and
     # fetching faster than the pool cleans gains no time (Policy.fill_waits_for_scores).
     fill_hosts: int = 4
     # What the frontier holds in memory (scheduler/queue_window.py): at most memory_head x hosts + memory_urls
@@ -74,6 +74,7 @@ class HostFrontier:
         self.progress = CrawlProgress(budget=limits.budget)
         self.in_flight = 0
         self.unobserved = 0  # pages fetched whose score has not arrived yet
+        self.awaiting: Counter[str] = Counter()  # host -> its fetched pages whose score has not arrived yet
         self.score_lag = ScoreLag()
         self.seq = itertools.count()
         self.heap: list[tuple[tuple[float, ...], int, str, int]] = []
@@ -210,7 +211,7 @@ class HostFrontier:
             return self._pop_urgent()  # again, whatever the budget, so it gets its row and its text
         self._refresh()
         lease = self._pop_urgent() or self._pop(self.heap)
-        waits = self.policy.fill_waits_for_scores and self.unobserved >= self.limits.fill_hosts
+        waits = self.policy.fill_waits_for_scores and len(self.awaiting) >= self.limits.fill_hosts
         idle = self.in_flight < self.limits.fill_hosts and not waits
         if lease is None and idle:
             lease = self._pop(self.fill_heap)
@@ -299,6 +300,7 @@ class HostFrontier:
             record.fetched += 1
             self.progress.fetched += 1
             self.unobserved += 1
+            self.awaiting[record.host] += 1
             lease.fetch_number = self.progress.fetched
         elif lease.phase is Phase.SAMPLE:
             record.sample_handed -= 1  # never reached the host: draw another sample
@@ -313,7 +315,7 @@ class HostFrontier:
             return
         lease.settled = True
         if lease.fetched:
-            self.unobserved = max(0, self.unobserved - 1)
+            self._arrived(lease.host)
             self.hosts[lease.host].settled += 1
         self.store.done(lease.row_id)
 
@@ -324,7 +326,7 @@ class HostFrontier:
         lease.settled = True
         record = self.hosts[lease.host]
         if lease.fetched:
-            self.unobserved = max(0, self.unobserved - 1)
+            self._arrived(lease.host)
             record.settled += 1
             self.score_lag.add(self.progress.fetched - lease.fetch_number)
             value = 0.0 if score is None else score
@@ -340,6 +342,15 @@ class HostFrontier:
         self.store.done(lease.row_id)
         self._settle(record)
         self.commit()
+
+    def _arrived(self, host: str) -> None:
+        """A fetched page's score came, or a retry replaced it (a page recovered after a crash was never
+        counted)."""
+        self.unobserved = max(0, self.unobserved - 1)
+        if self.awaiting[host] <= 1:
+            self.awaiting.pop(host, None)
+        else:
+            self.awaiting[host] -= 1
 
     def _drop(self, record: HostRecord, reason: str) -> None:
         if record.state not in ENDED:

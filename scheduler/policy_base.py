@@ -99,8 +99,8 @@ class Policy(ABC):
     key: ClassVar[str]  # the --policy name
     name: ClassVar[str]  # versioned name written into every output
     needs_truth: ClassVar[bool] = False  # reads the test web's ground truth: benchmarks only
-    # True: the crawl fills idle capacity (fill_priority) only while fewer than `fill_hosts` fetched pages
-    # await their scores; idle because scores are on their way, it waits for them (FrontierLimits.fill_hosts)
+    # True: the crawl fills idle capacity (fill_priority) only while fewer than `fill_hosts` hosts have
+    # fetched pages awaiting their scores; else it waits for those scores (FrontierLimits.fill_hosts)
     fill_waits_for_scores: ClassVar[bool] = False
 
     def __init__(self, config: PolicyConfig) -> None:

@@ -199,8 +199,8 @@ class RedisFrontier:
     ) -> list[Claimed]:
         """Leases up to n hosts, ready and best ranked first, and one URL of each (two round trips). Past
         the explore share (`exploring` False), new hosts and dormant ones are fillers: taken while fewer
-        than `fill_hosts` hosts are busy in the run and fewer than `score_wait` fetched pages await their
-        scores (0: fillers never wait for scores), or when nothing else is queued (see CLAIM)."""
+        than `fill_hosts` hosts are busy in the run and fewer than `score_wait` hosts have fetched pages
+        awaiting their scores (0: never wait), or when nothing else is queued (see CLAIM)."""
         limits = (fill_hosts, repr(FILL_FLOOR), "1" if exploring else "0", self.group_limit, score_wait)
         leased = self._call("CLAIM", n, self.lease_ms, worker, budget, WINDOW, *limits)
         out, picks = [], []

@@ -26,7 +26,6 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 _PARK = """
 local function unscore(P, h)  -- a fetched page's lease is done (recorded) or lost: no longer in flight
   if redis.call('HINCRBY', P..'unscored', h, -1) <= 0 then redis.call('HDEL', P..'unscored', h) end
-  redis.call('DECR', P..'unscored_pages')  -- the run's, for CLAIM's fillers
 end
 local function dormant(P, h)
   return redis.call('SISMEMBER', P..'revivable', h) == 1
@@ -101,14 +100,14 @@ return out
 
 # ARGV: how many, lease ms, worker id, budget (0 = none), window, fill hosts, fill floor, exploring ('1' or
 # '0'), group limit (requests in flight per politeness group, 0 for none: scheduler/redis_groups.py), score
-# wait (fillers wait while this many fetched pages of the run await their scores; 0: never). Leases
+# wait (fillers wait while this many hosts have fetched pages awaiting their scores; 0: never). Leases
 # hosts (not yet URLs): per lease id, host, the host's shared record (JSON or ''), '1' if what leads its queue
 # is a dead worker's (fetched first), the first `window` payloads of its queue (the worker picks one with
 # PICK) and how many of its fetched pages are not recorded yet. A host one of whose groups is at its limit is
 # passed over. Hosts the policy has not judged compete at their rank plus the aspiration boost while the run
 # is exploring; past its explore share they, and then dormant hosts ranked at or above the fill floor (dropped
 # on thin evidence), fill idle capacity: while fewer than `fill hosts` hosts are busy in the run and fewer
-# than `score wait` fetched pages await their scores (`unscored_pages`). Once no
+# than `score wait` hosts have fetched pages awaiting their scores (`unscored`). Once no
 # other host has URLs queued, any of them is taken (new hosts first, then dormant ones, best first), as one
 # process widens its rules.
 CLAIM = (
@@ -171,9 +170,8 @@ end
 local function filler()  -- when best() found none: a new host past the explore share, or a dormant one
   if others_left == nil then others_left = others() end
   if others_left then  -- idle capacity, not scores on their way (as HostFrontier.next in one process)
-    local unscored = tonumber(redis.call('GET', P..'unscored_pages') or '0')
     if redis.call('HLEN', P..'busy') >= fill_hosts then return nil end
-    if score_wait > 0 and unscored >= score_wait then return nil end
+    if score_wait > 0 and redis.call('HLEN', P..'unscored') >= score_wait then return nil end
   end
   local how = others_left and 'filled_idle_capacity' or 'nothing_else_left'
   local h = not exploring and top('eligible_new', '-inf')
@@ -256,7 +254,6 @@ local h = lease.h
 if fetched then  -- counted for its host until the lease is done: other workers see it as in flight
   lease.f = 1
   redis.call('HINCRBY', P..'unscored', h, 1)
-  redis.call('INCR', P..'unscored_pages')
 end
 redis.call('HSET', P..'lease', id, cjson.encode(lease))
 local ready = math.max(tonumber(redis.call('HGET', P..'ready', h) or '0'), now + delay)

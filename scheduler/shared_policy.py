@@ -117,8 +117,8 @@ class SharedPolicy:
 
     def claim_limits(self) -> tuple[int, bool, int]:
         """Hosts busy in the run below which fillers are claimed, whether the run still explores (the
-        policy's explore share, counted over every worker's fetches), and the run's pages awaiting their
-        scores at which fillers wait (0: never; Policy.fill_waits_for_scores)."""
+        policy's explore share, counted over every worker's fetches), and the run's hosts with pages
+        awaiting their scores at which fillers wait (0: never; Policy.fill_waits_for_scores)."""
         exploring = getattr(self.policy, "exploring", None)
         score_wait = self.limits.fill_hosts if self.policy.fill_waits_for_scores else 0
         with self.lock:

@@ -226,8 +226,8 @@ def test_fillers_wait_while_pages_await_their_scores(frontier: RedisFrontier) ->
     leases = frontier.claim(3, "w1", 0)
     for lease in leases:  # fetched, and their hosts wait for their delay: no host is busy
         frontier.fetch_ended(lease.lease_id, 30.0, fetched=True)
-    assert frontier.claim(5, "w2", 0, fill_hosts=3, score_wait=3) == []  # but 3 pages await their scores
-    frontier.done(leases[0].lease_id, "w1")  # one is recorded: 2 wait
+    assert frontier.claim(5, "w2", 0, fill_hosts=3, score_wait=3) == []  # but 3 hosts await scores
+    frontier.done(leases[0].lease_id, "w1")  # one is recorded: 2 hosts wait
     assert hosts_of(frontier.claim(5, "w2", 0, fill_hosts=3, score_wait=3)) == ["thin.example"]
     assert frontier.counters()["dormant/filled_idle_capacity"] == 1
 

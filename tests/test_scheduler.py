@@ -155,8 +155,9 @@ def test_breadth_first_fetches_a_seed_queued_late_before_the_links_found_before_
 
 def test_idle_capacity_is_not_filled_while_pages_await_their_scores(tmp_path: Path) -> None:
     """Past the explore share new hosts only fill idle capacity; a crawl idle because its cleaning pool is
-    behind waits for the scores instead (in the replay at a score lag of 160 pages, fillers took 342 of
-    982 fetches on one web and cut adaptive's yield by a third)."""
+    behind, with pages of `fill_hosts` hosts awaiting their scores, waits for them instead (in the replay
+    at a score lag of 160 pages, fillers took 342 of 982 fetches on one web and cut adaptive's yield by a
+    third)."""
     frontier, _ = make_frontier(tmp_path, "adaptive", budget=100, explore_share=0.0)
     for i in range(8):
         frontier.add(f"http://h{i}.example/", 0)
@@ -166,7 +167,8 @@ def test_idle_capacity_is_not_filled_while_pages_await_their_scores(tmp_path: Pa
         assert lease is not None
         frontier.fetch_ended(lease, True, 0.0)
         leases.append(lease)
-    assert frontier.in_flight == 0 and frontier.next() is None  # nothing in flight, 4 scores to come
+    assert frontier.in_flight == 0 and len(frontier.awaiting) == 4
+    assert frontier.next() is None  # nothing in flight, but 4 hosts' scores to come
     assert frontier.has_pending()
     frontier.observe(leases[0], 0.9)
     lease = frontier.next()
