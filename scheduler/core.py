@@ -74,7 +74,7 @@ class HostFrontier:
         self.progress = CrawlProgress(budget=limits.budget)
         self.in_flight = 0
         self.unobserved = 0  # pages fetched whose score has not arrived yet
-        self.awaiting: Counter[str] = Counter()  # host -> its fetched pages whose score has not arrived yet
+        self.awaiting: set[str] = set()  # hosts with pages fetched, scores not arrived (fetched > settled)
         self.score_lag = ScoreLag()
         self.seq = itertools.count()
         self.heap: list[tuple[tuple[float, ...], int, str, int]] = []
@@ -211,9 +211,7 @@ class HostFrontier:
             return self._pop_urgent()  # again, whatever the budget, so it gets its row and its text
         self._refresh()
         lease = self._pop_urgent() or self._pop(self.heap)
-        waits = self.policy.fill_waits_for_scores and len(self.awaiting) >= self.limits.fill_hosts
-        idle = self.in_flight < self.limits.fill_hosts and not waits
-        if lease is None and idle:
+        if lease is None and self.in_flight < self.limits.fill_hosts and not self._waits_for_scores():
             lease = self._pop(self.fill_heap)
             if lease is not None:
                 self.count("frontier/filled_idle_capacity")
@@ -300,7 +298,7 @@ class HostFrontier:
             record.fetched += 1
             self.progress.fetched += 1
             self.unobserved += 1
-            self.awaiting[record.host] += 1
+            self.awaiting.add(record.host)
             lease.fetch_number = self.progress.fetched
         elif lease.phase is Phase.SAMPLE:
             record.sample_handed -= 1  # never reached the host: draw another sample
@@ -315,8 +313,8 @@ class HostFrontier:
             return
         lease.settled = True
         if lease.fetched:
-            self._arrived(lease.host)
-            self.hosts[lease.host].settled += 1
+            self.unobserved = max(0, self.unobserved - 1)
+            self._settled_one(self.hosts[lease.host])
         self.store.done(lease.row_id)
 
     def observe(self, lease: Lease, score: float | None) -> None:
@@ -326,8 +324,8 @@ class HostFrontier:
         lease.settled = True
         record = self.hosts[lease.host]
         if lease.fetched:
-            self._arrived(lease.host)
-            record.settled += 1
+            self.unobserved = max(0, self.unobserved - 1)
+            self._settled_one(record)
             self.score_lag.add(self.progress.fetched - lease.fetch_number)
             value = 0.0 if score is None else score
             sitemap = lease.sitemap and score is None
@@ -343,14 +341,15 @@ class HostFrontier:
         self._settle(record)
         self.commit()
 
-    def _arrived(self, host: str) -> None:
-        """A fetched page's score came, or a retry replaced it (a page recovered after a crash was never
-        counted)."""
-        self.unobserved = max(0, self.unobserved - 1)
-        if self.awaiting[host] <= 1:
-            self.awaiting.pop(host, None)
-        else:
-            self.awaiting[host] -= 1
+    def _settled_one(self, record: HostRecord) -> None:
+        """One of the host's fetched pages has its outcome (its score, or a retry replaced it)."""
+        record.settled += 1
+        if record.settled >= record.fetched:
+            self.awaiting.discard(record.host)
+
+    def _waits_for_scores(self) -> bool:
+        """Scores on their way for `fill_hosts` hosts, and a policy whose fillers would be blind now."""
+        return self.policy.fill_waits_for_scores and len(self.awaiting) >= self.limits.fill_hosts
 
     def _drop(self, record: HostRecord, reason: str) -> None:
         if record.state not in ENDED:
