@@ -23,8 +23,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from scheduler.core import FrontierLimits, HostFrontier
+from scheduler.core import HostFrontier
 from scheduler.frontier import SQLiteFrontier
+from scheduler.frontier_limits import FrontierLimits
 from scheduler.policies import PolicyConfig, make_policy
 
 ALL_IN_MEMORY_BYTES_PER_URL = 800  # measured: 1M URLs took ~700 MB before issue 13; with headroom

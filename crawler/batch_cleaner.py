@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from cleaner.pipeline import PageResult
+from cleaner.registry import ACCELERATOR_BATCH_PAGES, ACCELERATOR_CLEANERS
 
 logger = logging.getLogger(__name__)
 
@@ -30,9 +31,36 @@ IN_FLIGHT_BATCHES_PER_WORKER = 4
 # on a busy machine the reactor gets the cores first and the workers take what is left. On a machine
 # shared with other jobs they yield to those too: HOSTCRAWL_CLEAN_NICENESS = 0 switches this off.
 WORKER_NICENESS = 10
+# A policy that learns from scores has at most this many batches per cleaning worker fetched and unscored
+# besides the requests in flight (FrontierLimits.max_unscored): the pool always has a batch waiting, and a
+# pool that falls behind makes the crawl wait for scores instead of fetching 160 pages ahead of them.
+UNSCORED_BATCHES_PER_WORKER = 2
+# ... and at most this share of the crawl's budget (no fewer than UNSCORED_FLOOR pages): a small budget
+# fetched 72 pages ahead of its scores would spend a third of itself on hosts it has not judged yet
+UNSCORED_BUDGET_SHARE = 0.05
+UNSCORED_FLOOR = 8
 WORKER_CRASH = "cleaner/worker_crash"  # a worker died on this page, and again when it was retried alone
 
 Work = Callable[..., list[PageResult]]
+
+
+def pool_shape(cleaner: str, workers: int = 0, batch_pages: int = 0) -> tuple[int, int]:
+    """(cleaning workers, pages per batch), a 0 replaced by the cleaner's default: an accelerator model
+    gets one worker and batches of 64, the others a worker per core and batches of 16."""
+    accelerator = cleaner in ACCELERATOR_CLEANERS
+    default_batch = ACCELERATOR_BATCH_PAGES if accelerator else CLEAN_BATCH_PAGES
+    return workers or (1 if accelerator else os.cpu_count() or 1), batch_pages or default_batch
+
+
+def unscored_bound(concurrency: int, cleaner: str, workers: int = 0, budget: int = 0) -> int:
+    """The default FrontierLimits.max_unscored of a crawl: its requests in flight and two batches per
+    cleaning worker (a quiet 2-core crawl has about 40 pages awaiting scores, a CPU-starved one 160), or
+    UNSCORED_BUDGET_SHARE of a small `budget` (0: none)."""
+    workers, batch_pages = pool_shape(cleaner, workers)
+    bound = concurrency + UNSCORED_BATCHES_PER_WORKER * workers * batch_pages
+    if budget > 0:
+        bound = min(bound, max(UNSCORED_FLOOR, round(budget * UNSCORED_BUDGET_SHARE)))
+    return bound
 
 
 def init_worker(niceness: int = WORKER_NICENESS) -> None:

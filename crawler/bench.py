@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +91,15 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--no-rate-baseline", action="store_true", help="skip the Scrapy scheduler run")
     p.add_argument(
+        "--starve-cleaning",
+        action="store_true",
+        help="run the live crawls beside one CPU-bound process per core, as on a machine busy with other "
+        "work: the cleaning pool (at a lower priority) falls behind and scores arrive late",
+    )
+    p.add_argument(
+        "--max-unscored", type=int, default=None, help="each live crawl's --max-unscored (see crawl --help)"
+    )
+    p.add_argument(
         "--concurrency", type=int, default=32, help="requests in flight per crawl and per curve replay (32)"
     )
     p.add_argument(
@@ -109,14 +121,34 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_bench_yield)
 
 
-def crawl(policy: str, web: TestWebProcess, seeds: Path, out: Path, budget: int, concurrency: int) -> float:
+@contextlib.contextmanager
+def cpu_burners(count: int) -> Iterator[None]:
+    """`count` processes spinning at normal priority for the duration (none for 0)."""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+
+
+def crawl(
+    policy: str,
+    web: TestWebProcess,
+    seeds: Path,
+    out: Path,
+    budget: int,
+    concurrency: int,
+    extra: tuple[str, ...] = (),
+) -> float:
     """One policy's crawl in its own process (Scrapy's reactor runs once per process); wall seconds."""
     truth = str(web.out_dir / "hosts.parquet")
     command = [
         sys.executable, "-m", "crawler.cli", "crawl", "--seeds", str(seeds), "--out", str(out),
         "--proxy", web.proxy_url, "--allow-private", "--min-delay", "0", "--max-pages", str(budget),
         "--policy", policy, "--priors", truth, "--no-progress", "--timeout", "10",
-        "--concurrency", str(concurrency),
+        "--concurrency", str(concurrency), *extra,
     ]  # fmt: skip
     if policy in TRUTH_POLICIES:
         command += ["--truth", truth]
@@ -140,6 +172,10 @@ def grade(run: Path, truth_pages: pl.DataFrame, budget: int) -> dict[str, Any]:
         "fetched": fetched,
         "hq_per_fetch": (hits[-1] / fetched) if fetched else 0.0,
         "pages_per_second": stats.get("hostcrawl/pages_per_second", 0.0),
+        "score_lag": (
+            stats.get("scheduler/score_lag_pages_mean", 0.0),
+            stats.get("scheduler/score_lag_pages_max", 0),
+        ),
         "policy": stats.get("hostcrawl/policy"),
         "hq_by_fetch": hits,
         "budget": budget,
@@ -170,14 +206,18 @@ def cmd_bench_yield(args: argparse.Namespace) -> int:
         budget = max(1, int(total * args.budget_share))
         print(f"test web: {args.hosts} hosts, {total} pages; budget {budget} fetches", flush=True)
         runs = [*policies] + ([] if args.no_rate_baseline else [RATE_BASELINE])
+        extra = () if args.max_unscored is None else ("--max-unscored", str(args.max_unscored))
         for policy in runs:
             run = args.out / f"run-{policy}-{int(time.time())}"
-            wall = crawl(policy, web, seeds, run, budget, args.concurrency)
+            with cpu_burners((os.cpu_count() or 1) if args.starve_cleaning else 0):
+                wall = crawl(policy, web, seeds, run, budget, args.concurrency, extra)
             results[policy] = grade(run, truth_pages, budget)
             r = results[policy]
+            lag_mean, lag_max = r["score_lag"]
             print(
                 f"{policy:>14}: {r['hq']:6d} hq / {r['fetched']:6d} fetched = {r['hq_per_fetch']:.3f}"
-                f"  ({r['pages_per_second']:.1f} pages/s, {wall:.0f}s)",
+                f"  ({r['pages_per_second']:.1f} pages/s, {wall:.0f}s; scores {lag_mean:.0f} pages late,"
+                f" at most {lag_max})",
                 flush=True,
             )
     print(format_table(results))

@@ -69,6 +69,7 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
         help=f"queued URLs held in memory beyond each host's first few; the rest wait on disk "
         f"({MEMORY_URLS:,}; 0 = all in memory)",
     )
+    p.add_argument("--max-unscored", type=int, help="pages fetched ahead of their scores, at most (0: auto)")
     p.add_argument("--timeout", type=float, help="download timeout in seconds (30)")
     p.add_argument("--user-agent", help="product token, e.g. mybot/1.0 (default hostcrawl/VER)")
     p.add_argument(
@@ -228,6 +229,7 @@ def resolve_crawl_config(args: argparse.Namespace) -> CrawlConfig:
         (args.min_delay, p, "min_delay"),
         (args.concurrency, f, "concurrency"),
         (args.frontier_memory_urls, f, "frontier_memory_urls"),
+        (args.max_unscored, f, "max_unscored"),
         (args.timeout, f, "timeout"),
         (args.user_agent, p, "user_agent"),
         (args.contact, p, "contact_url"),

@@ -73,6 +73,10 @@ class FetchConfig:
     # queued URLs the frontier holds in memory beyond each host's queue head, the rest on disk in
     # RUN/frontier.sqlite3; 0 = every queued URL in memory (faster, ~700 bytes per URL)
     frontier_memory_urls: int = MEMORY_URLS
+    # pages leased and not yet scored, at most, when the policy learns from scores; a pool that falls
+    # behind makes the crawl wait for scores instead of fetching ahead of them. 0 = concurrency + two
+    # batches per cleaning worker (96 on 2 cores)
+    max_unscored: int = 0
 
 
 @dataclass(slots=True)
@@ -353,6 +357,7 @@ def validate(config: CrawlConfig, source: str = "config") -> None:
         (f.max_pages >= 1, "fetch.max_pages must be >= 1"),
         (f.concurrency >= 1, "fetch.concurrency must be >= 1"),
         (f.frontier_memory_urls >= 0, "fetch.frontier_memory_urls must be >= 0"),
+        (f.max_unscored >= 0, "fetch.max_unscored must be >= 0"),
         (f.timeout > 0, "fetch.timeout must be > 0"),
         (f.max_page_bytes > 0, "fetch.max_page_bytes must be > 0"),
         (0.0 <= c.threshold <= 1.0, "cleaning.threshold must be within [0, 1]"),

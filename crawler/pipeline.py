@@ -6,7 +6,6 @@ import asyncio
 import hashlib
 import logging
 import multiprocessing
-import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
@@ -19,15 +18,15 @@ from scrapy.exceptions import DontCloseSpider
 from cleaner.pipeline import PageResult, process_pages, warm_up
 from cleaner.quality import score_column, scorer_column
 from cleaner.quality.language_profiles import LanguageThresholds
-from cleaner.registry import ACCELERATOR_BATCH_PAGES, ACCELERATOR_CLEANERS, NO_CLEANER
+from cleaner.registry import NO_CLEANER
 from crawler import __version__
 from crawler.batch_cleaner import (
     CLEAN_BATCH_MS,
-    CLEAN_BATCH_PAGES,
     WORKER_CRASH,
     WORKER_NICENESS,
     BatchCleaner,
     init_worker,
+    pool_shape,
 )
 from crawler.directives import kept_out
 from crawler.run_stats import ATTEMPTS, STATS_META, dumps_stats
@@ -78,11 +77,9 @@ class CleanScoreStorePipeline:
         self.curate_optout = settings.getbool("HOSTCRAWL_CURATE_OPTOUT")
         by_language = settings.getdict("HOSTCRAWL_LANGUAGE_THRESHOLDS")
         self.thresholds = LanguageThresholds(self.threshold, by_language)
-        accelerator = self.cleaner in ACCELERATOR_CLEANERS
-        default_workers = 1 if accelerator else os.cpu_count() or 1
-        self.workers = settings.getint("HOSTCRAWL_CLEAN_WORKERS") or default_workers
-        default_batch = ACCELERATOR_BATCH_PAGES if accelerator else CLEAN_BATCH_PAGES
-        self.batch_pages = settings.getint("HOSTCRAWL_CLEAN_BATCH", default_batch)
+        self.workers, self.batch_pages = pool_shape(
+            self.cleaner, settings.getint("HOSTCRAWL_CLEAN_WORKERS"), settings.getint("HOSTCRAWL_CLEAN_BATCH")
+        )
         self.batch_ms = settings.getfloat("HOSTCRAWL_CLEAN_BATCH_MS", CLEAN_BATCH_MS)
         self.max_in_flight = settings.getint("HOSTCRAWL_CLEAN_IN_FLIGHT", 0)
         self.niceness = settings.getint("HOSTCRAWL_CLEAN_NICENESS", WORKER_NICENESS)

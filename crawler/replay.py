@@ -25,11 +25,14 @@ from urllib.parse import urljoin, urlsplit
 import numpy as np
 from protego import Protego
 
+from crawler.batch_cleaner import unscored_bound
+from crawler.config import CleaningConfig
 from crawler.replay_scores import ScoreSampler
 from crawler.testweb.model import SiteModel
 from crawler.testweb.robots import GENERIC_UA
-from scheduler.core import FrontierLimits, HostFrontier
+from scheduler.core import HostFrontier
 from scheduler.frontier import SQLiteFrontier
+from scheduler.frontier_limits import FrontierLimits
 from scheduler.hosts import HostRecord
 from scheduler.lease import Lease
 from scheduler.policies import TRUTH_POLICIES, PolicyConfig, make_policy
@@ -40,6 +43,7 @@ FETCH_SECONDS = 0.01  # simulated clock per completed fetch (about 100 pages/s o
 # Pages fetched before a score arrives: `hostcrawl bench yield` on a quiet 2-core machine measured a mean
 # of 40-43 (scheduler/score_lag_pages_mean; 87 pages/s); under load it grows (the cleaning queue holds 128).
 SCORE_LAG = 40
+REPLAY_CLEAN_WORKERS = 2  # the reference machine's cleaning pool, which bounds the pages awaiting scores
 
 
 class SimulatedCrawl:
@@ -72,7 +76,7 @@ class SimulatedCrawl:
         self.frontier = HostFrontier(
             SQLiteFrontier(db),
             make_policy(policy, config),
-            dataclasses.replace(limits or FrontierLimits(), budget=budget),
+            dataclasses.replace(limits or self.live_limits(concurrency, budget), budget=budget),
             lambda: self.clock,
             on_new_host=self.apply_prior,
         )
@@ -81,6 +85,13 @@ class SimulatedCrawl:
         self.hits: list[int] = []
         self.by_phase: dict[str, list[int]] = {}  # phase -> [fetches, high-quality pages, not articles]
         self.scoring: deque[tuple[Lease, float | None]] = deque()  # fetched, score not delivered yet
+
+    @staticmethod
+    def live_limits(concurrency: int, budget: int) -> FrontierLimits:
+        """The limits a live crawl of this budget and concurrency has on the reference machine (2 cleaning
+        workers)."""
+        cleaner = CleaningConfig().cleaner
+        return FrontierLimits(max_unscored=unscored_bound(concurrency, cleaner, REPLAY_CLEAN_WORKERS, budget))
 
     def apply_prior(self, record: HostRecord) -> None:
         record.hc_percentile = self.percentile.get(record.host)
@@ -161,15 +172,17 @@ def replay(
     scores: ScoreSampler | None = None,
     truth: dict[str, float] | None = None,
     score_lag: int = SCORE_LAG,
+    limits: FrontierLimits | None = None,
 ) -> SimulatedCrawl:
     """One policy's replay with a budget of a share of the model's pages (frontier file in a temp dir);
     pages are scored by `scores` when given, else by their truth; `truth` replaces the host densities
-    the oracles know; scores arrive `score_lag` pages after their fetch."""
+    the oracles know; scores arrive `score_lag` pages after their fetch; `limits` replace a live
+    crawl's (SimulatedCrawl.live_limits) but for the budget."""
     budget = max(1, int(sum(h.n_pages for h in model.hosts) * budget_share))
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "frontier.db"
         sim = SimulatedCrawl(
-            model, policy, budget, concurrency, db, overrides or {}, None, scores, truth, score_lag
+            model, policy, budget, concurrency, db, overrides or {}, limits, scores, truth, score_lag
         )
         sim.run()
         sim.frontier.store.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from crawler.batch_cleaner import unscored_bound
 from crawler.config import SCRAPY_SCHEDULER, ConfigError, CrawlConfig
 
 # Components, by the order Scrapy calls them. The WARC capture sits next to the downloader so it
@@ -130,6 +131,8 @@ def _own_settings(
         "HOSTCRAWL_EXPLORE_SHARE": pol.explore_share,
         "HOSTCRAWL_PER_HOST_BUDGET": pol.per_host_budget,
         "HOSTCRAWL_FRONTIER_MEMORY_URLS": f.frontier_memory_urls,
+        "HOSTCRAWL_MAX_UNSCORED": f.max_unscored
+        or unscored_bound(f.concurrency, c.cleaner, c.workers, f.max_pages),
         "HOSTCRAWL_PRIORS": pol.priors,
         "HOSTCRAWL_TRUTH": pol.truth,
         "HOSTCRAWL_PLAN": pol.plan,

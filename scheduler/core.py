@@ -7,43 +7,22 @@ import itertools
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from scheduler.frontier import FetchedPage, SeenUrls, SQLiteFrontier
+from scheduler.frontier_limits import FrontierLimits
 from scheduler.groups import PolitenessGroups
 from scheduler.host_scores import next_in_host, record_score
 from scheduler.hosts import HostRecord, HostState, Phase, host_state
 from scheduler.lease import Lease, ScoreLag
 from scheduler.policy_base import CrawlProgress, Policy
-from scheduler.queue_window import MEMORY_HEAD, MEMORY_URLS, QueuedUrl, QueueWindows
+from scheduler.queue_window import QueuedUrl, QueueWindows
 from scheduler.resume import load_frontier
 from scheduler.urls import TrapGuard, canonical, fingerprint
 
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
 DIGITS = re.compile(r"\d+")
 ENDED = (HostState.DROPPED, HostState.BLOCKED)  # no policy decision changes these
-
-
-@dataclass(slots=True)
-class FrontierLimits:
-    budget: int = 1000  # pages fetched over the whole crawl
-    per_host_budget: int = 0  # 0 = no cap
-    per_host_queue: int = 50_000  # queued URLs kept per host
-    concurrency_per_host: int = 1
-    concurrency_per_group: int = 1  # hosts sharing an IP or a registered domain (scheduler/groups.py)
-    threshold: float = 0.5  # a page counts as high quality above this score
-    # Fewer hosts than this in flight: hosts the policy ranks "not now" may fill the idle capacity.
-    # A polite crawl of one host at a time would take forever; this trades a little budget for time.
-    # For adaptive, also fewer hosts than this awaiting scores: scores on their way (a cleaning pool behind)
-    # that may make that many hosts eligible are waited for; fillers fetched then would be blind, and
-    # fetching faster than the pool cleans gains no time (Policy.fill_waits_for_scores).
-    fill_hosts: int = 4
-    # What the frontier holds in memory (scheduler/queue_window.py): at most memory_head x hosts + memory_urls
-    # queued URLs, the rest in the SQLite store; memory_urls 0 keeps every queued URL and every dedup
-    # fingerprint in memory, as hostcrawl did before issue 13 (the memory benchmark's baseline).
-    memory_head: int = MEMORY_HEAD
-    memory_urls: int = MEMORY_URLS
 
 
 class HostFrontier:
@@ -74,6 +53,7 @@ class HostFrontier:
         self.progress = CrawlProgress(budget=limits.budget)
         self.in_flight = 0
         self.unobserved = 0  # pages fetched whose score has not arrived yet
+        self.pipe_full = False  # max_unscored pages leased and not scored: waiting for scores
         self.awaiting: set[str] = set()  # hosts with pages fetched, scores not arrived (fetched > settled)
         self.score_lag = ScoreLag()
         self.seq = itertools.count()
@@ -209,6 +189,8 @@ class HostFrontier:
     def next(self) -> Lease | None:
         if self.budget_left() <= 0:  # what was in flight at a crash may already be in a WARC: fetch it
             return self._pop_urgent()  # again, whatever the budget, so it gets its row and its text
+        if self._pipe_is_full():
+            return None
         self._refresh()
         lease = self._pop_urgent() or self._pop(self.heap)
         if lease is None and self.in_flight < self.limits.fill_hosts and not self._waits_for_scores():
@@ -346,6 +328,15 @@ class HostFrontier:
         record.settled += 1
         if record.settled >= record.fetched:
             self.awaiting.discard(record.host)
+
+    def _pipe_is_full(self) -> bool:
+        """`max_unscored` pages in flight or awaiting scores: the next lease waits for a score."""
+        bound = self.limits.max_unscored if self.policy.learns_from_scores else 0
+        full = 0 < bound <= self.in_flight + self.unobserved
+        if full and not self.pipe_full:
+            self.count("frontier/waited_for_scores")  # once per wait, not per call of the engine
+        self.pipe_full = full
+        return full
 
     def _waits_for_scores(self) -> bool:
         """Scores on their way for `fill_hosts` hosts, and a policy whose fillers would be blind now."""

@@ -73,6 +73,7 @@ class SampleThenDeepen(Policy):
     """Discover, sample k pages, rank by sampled density, deepen the best (the paper's policy)."""
 
     key, name = "sample_deepen", "sample_deepen_v3"
+    learns_from_scores = True
 
     def __init__(self, config: PolicyConfig) -> None:
         super().__init__(config)

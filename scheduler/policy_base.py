@@ -102,6 +102,9 @@ class Policy(ABC):
     # True: the crawl fills idle capacity (fill_priority) only while fewer than `fill_hosts` hosts have
     # fetched pages awaiting their scores; else it waits for those scores (FrontierLimits.fill_hosts)
     fill_waits_for_scores: ClassVar[bool] = False
+    # True: its choices change with the scores, so the crawl keeps at most FrontierLimits.max_unscored
+    # pages leased and unscored rather than fetch ahead of them
+    learns_from_scores: ClassVar[bool] = False
 
     def __init__(self, config: PolicyConfig) -> None:
         self.config = config

@@ -27,7 +27,7 @@ from scrapy_redis.connection import get_redis_from_settings
 
 from scheduler.groups import domain_group
 from scheduler.hosts import HostRecord, Phase
-from scheduler.lease import Lease
+from scheduler.lease import Lease, ScoreLag
 from scheduler.priors import apply_prior
 from scheduler.queue_window import QueuedUrl
 from scheduler.redis_frontier import (
@@ -76,6 +76,7 @@ class RedisHostScheduler(HostScheduler):
         self.leases: dict[int, Lease] = {}  # handed to Scrapy, not yet recorded
         self.claimed_records: dict[int, HostRecord] = {}  # the host as it was when leased, until fetched
         self.fetching = 0
+        self.score_lag = ScoreLag()  # this worker's fetches between a page's and its score
         self.ready_at: dict[str, float] = {}  # politeness: host -> monotonic time (host_ready_at)
         self.gauges: dict[str, Any] = {}  # the crawler's cleaning and politeness gauges (set on the reactor)
         # A host is released when its response has passed the downloader middlewares, which may fetch
@@ -118,7 +119,7 @@ class RedisHostScheduler(HostScheduler):
                 self._end(lease, fetched=lease.fetched)
         if not self.link.stop(CLOSE_FLUSH_S):
             logger.warning("redis: %d operations not sent at close", self.link.unsent())
-        for key, value in self.link.state.counts.items():
+        for key, value in {**self.link.state.counts, **self.score_lag.stats()}.items():
             self.stats.set_value(key, value)
         self.stats.set_value("frontier/redis_reconnects", self.link.state.reconnects)
         try:
@@ -138,8 +139,13 @@ class RedisHostScheduler(HostScheduler):
     # -- the link thread's side ---------------------------------------------------------------------
 
     def _want(self) -> int:
-        """Leases to claim now: few beyond what the downloader can start (a claimed host waits for us)."""
-        return max(0, min(self.slots - self.fetching, INBOX) - len(self.inbox))
+        """Leases to claim now: few beyond what the downloader can start (a claimed host waits for us),
+        and none beyond `max_unscored` pages of this worker leased and unscored (see FrontierLimits)."""
+        want = max(0, min(self.slots - self.fetching, INBOX) - len(self.inbox))
+        bound = self.limits.max_unscored if self.policy.learns_from_scores else 0
+        if bound:
+            want = min(want, max(0, bound - len(self.leases) - len(self.inbox)))
+        return want
 
     def _run_explored(self) -> int:
         return self.link.state.explore_fetches
@@ -254,6 +260,7 @@ class RedisHostScheduler(HostScheduler):
         self.link.send("fetch_ended", str(lease.row_id), delay, fetched, fetched and self._hold(lease))
         if fetched:
             self.progress.fetched += 1
+            lease.fetch_number = self.progress.fetched
             self.stats.inc_value("frontier/fetched")
 
     def _hold(self, lease: Lease) -> bool:
@@ -287,6 +294,7 @@ class RedisHostScheduler(HostScheduler):
         if not lease.ended:  # a network error, or dropped before the network (robots.txt, private address)
             self._end(lease, fetched=lease.fetched)
         if lease.fetched:
+            self.score_lag.add(self.progress.fetched - lease.fetch_number)
             value = 0.0 if score is None else score
             sitemap = lease.sitemap and score is None
             self.link.send("observe", lease.host, lease.phase.value, lease.url, value, sitemap)

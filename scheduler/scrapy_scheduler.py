@@ -10,8 +10,9 @@ from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 
-from scheduler.core import FrontierLimits, HostFrontier
+from scheduler.core import HostFrontier
 from scheduler.frontier import SQLiteFrontier, decode_meta, encode_meta
+from scheduler.frontier_limits import FrontierLimits
 from scheduler.hosts import HostRecord
 from scheduler.lease import Lease
 from scheduler.policies import PolicyConfig, make_policy
@@ -74,6 +75,7 @@ class HostScheduler:
             threshold=settings.getfloat("HOSTCRAWL_THRESHOLD"),
             fill_hosts=max(1, settings.getint("CONCURRENT_REQUESTS") // 8),
             memory_urls=settings.getint("HOSTCRAWL_FRONTIER_MEMORY_URLS", MEMORY_URLS),
+            max_unscored=settings.getint("HOSTCRAWL_MAX_UNSCORED", 0),
         )
         # a recrawl plan carries the hosts' percentiles itself, and their budgets and density priors
         self.priors = load_priors(settings.get("HOSTCRAWL_PLAN") or settings.get("HOSTCRAWL_PRIORS"))

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.core import FrontierLimits
+from scheduler.frontier_limits import FrontierLimits
 from scheduler.host_scores import ScoreOutcome, next_in_host, record_score
 from scheduler.hosts import HostRecord, HostState, Phase, host_state, restore_host
 from scheduler.policy_base import CrawlProgress, Policy, Priority

@@ -22,8 +22,9 @@ from crawler.sinks import (
     cut_to_checkpoint,
     read_text_shards,
 )
-from scheduler.core import FrontierLimits, HostFrontier
+from scheduler.core import HostFrontier
 from scheduler.frontier import FrontierError, SQLiteFrontier, decode_meta, encode_meta
+from scheduler.frontier_limits import FrontierLimits
 from scheduler.policies import make_policy
 
 

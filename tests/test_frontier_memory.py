@@ -20,8 +20,9 @@ from crawler.config import ConfigError, load_config
 from crawler.replay import SimulatedCrawl
 from crawler.testweb import TestWebConfig, TestWebProcess
 from crawler.testweb.model import SiteModel
-from scheduler.core import FrontierLimits, HostFrontier
+from scheduler.core import HostFrontier
 from scheduler.frontier import APPLICATION_ID, SCHEMA_VERSION, FrontierError, SQLiteFrontier
+from scheduler.frontier_limits import FrontierLimits
 from scheduler.lease import Lease
 from scheduler.policies import PolicyConfig, make_policy
 from scheduler.urls import canonical, url_shape

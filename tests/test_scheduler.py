@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.core import FrontierLimits, HostFrontier
+from scheduler.core import HostFrontier
 from scheduler.evidence import PASS, EvidenceBar
 from scheduler.frontier import FrontierError, SQLiteFrontier
+from scheduler.frontier_limits import FrontierLimits
 from scheduler.hosts import HostState, Phase
 from scheduler.lease import Lease
 from scheduler.policies import PolicyConfig, make_policy

@@ -1,0 +1,32 @@
+"""What a frontier may do: its budget, politeness concurrency, idle-capacity filling, score pipe, memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduler.queue_window import MEMORY_HEAD, MEMORY_URLS
+
+
+@dataclass(slots=True)
+class FrontierLimits:
+    budget: int = 1000  # pages fetched over the whole crawl
+    per_host_budget: int = 0  # 0 = no cap
+    per_host_queue: int = 50_000  # queued URLs kept per host
+    concurrency_per_host: int = 1
+    concurrency_per_group: int = 1  # hosts sharing an IP or a registered domain (scheduler/groups.py)
+    threshold: float = 0.5  # a page counts as high quality above this score
+    # Fewer hosts than this in flight: hosts the policy ranks "not now" may fill the idle capacity.
+    # A polite crawl of one host at a time would take forever; this trades a little budget for time.
+    # For adaptive, also fewer hosts than this awaiting scores: scores on their way (a cleaning pool behind)
+    # that may make that many hosts eligible are waited for; fillers fetched then would be blind, and
+    # fetching faster than the pool cleans gains no time (Policy.fill_waits_for_scores).
+    fill_hosts: int = 4
+    # Pages leased and not yet scored, at most (0: no bound), for a policy that learns from scores
+    # (Policy.learns_from_scores): with a cleaning pool behind, the crawl would run ahead of its evidence
+    # (scores 160 pages late instead of 40), and fetching faster than the pool cleans gains no time.
+    max_unscored: int = 0
+    # What the frontier holds in memory (scheduler/queue_window.py): at most memory_head x hosts + memory_urls
+    # queued URLs, the rest in the SQLite store; memory_urls 0 keeps every queued URL and every dedup
+    # fingerprint in memory, as hostcrawl did before issue 13 (the memory benchmark's baseline).
+    memory_head: int = MEMORY_HEAD
+    memory_urls: int = MEMORY_URLS
