@@ -23,6 +23,7 @@ from scheduler.urls import TrapGuard, canonical, fingerprint
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
 DIGITS = re.compile(r"\d+")
 ENDED = (HostState.DROPPED, HostState.BLOCKED)  # no policy decision changes these
+SCORE_WAIT_LIMIT_S = 60.0  # a full pipe and no score for this long: go on (a lost score must not stall)
 
 
 class HostFrontier:
@@ -54,6 +55,7 @@ class HostFrontier:
         self.in_flight = 0
         self.unobserved = 0  # pages fetched whose score has not arrived yet
         self.pipe_full = False  # max_unscored pages leased and not scored: waiting for scores
+        self.last_outcome_at = clock()  # when a fetched page last got its score (or was replaced)
         self.awaiting: set[str] = set()  # hosts with pages fetched, scores not arrived (fetched > settled)
         self.score_lag = ScoreLag()
         self.seq = itertools.count()
@@ -325,6 +327,7 @@ class HostFrontier:
 
     def _settled_one(self, record: HostRecord) -> None:
         """One of the host's fetched pages has its outcome (its score, or a retry replaced it)."""
+        self.last_outcome_at = self.clock()
         record.settled += 1
         if record.settled >= record.fetched:
             self.awaiting.discard(record.host)
@@ -333,6 +336,9 @@ class HostFrontier:
         """`max_unscored` pages in flight or awaiting scores: the next lease waits for a score."""
         bound = self.limits.max_unscored if self.policy.learns_from_scores else 0
         full = 0 < bound <= self.in_flight + self.unobserved
+        if full and self.clock() - self.last_outcome_at > SCORE_WAIT_LIMIT_S:
+            self.count("frontier/score_wait_expired")
+            full = False
         if full and not self.pipe_full:
             self.count("frontier/waited_for_scores")  # once per wait, not per call of the engine
         self.pipe_full = full

@@ -14,7 +14,7 @@ from crawler.replay import REPLAY_CLEAN_WORKERS, SCORE_LAG, replay
 from crawler.testweb import TestWebConfig, TestWebProcess
 from crawler.testweb.config import graded_config
 from crawler.testweb.model import SiteModel
-from scheduler.core import HostFrontier
+from scheduler.core import SCORE_WAIT_LIMIT_S, HostFrontier
 from scheduler.frontier import SQLiteFrontier
 from scheduler.frontier_limits import FrontierLimits
 from scheduler.lease import Lease
@@ -57,6 +57,19 @@ def test_adaptive_waits_for_scores_once_max_unscored_pages_are_fetched_or_in_fli
     assert counted.count("frontier/waited_for_scores") == 2
 
 
+def test_a_page_whose_score_never_comes_holds_the_crawl_back_only_for_a_while(tmp_path: Path) -> None:
+    frontier, counted = bounded_frontier(tmp_path, "adaptive", bound=6)
+    now = [0.0]
+    frontier.clock = lambda: now[0]
+    for lease in lease_all(frontier):
+        frontier.fetch_ended(lease, True, 0.0)  # fetched; their scores are lost
+    now[0] = SCORE_WAIT_LIMIT_S - 1
+    assert frontier.next() is None
+    now[0] = SCORE_WAIT_LIMIT_S + 1
+    assert frontier.next() is not None
+    assert "frontier/score_wait_expired" in counted
+
+
 def test_a_policy_blind_to_scores_is_not_held_back(tmp_path: Path) -> None:
     frontier, counted = bounded_frontier(tmp_path, "bfs", bound=6)
     assert len(lease_all(frontier)) == 40
@@ -73,11 +86,11 @@ def test_a_small_budget_is_not_spent_ahead_of_its_scores() -> None:
     assert unscored_bound(32, "blocks_v1", 2, budget=400) == round(400 * UNSCORED_BUDGET_SHARE)
     assert unscored_bound(32, "blocks_v1", 2, budget=20) == UNSCORED_FLOOR
     web = SiteModel(graded_config(n_hosts=40, seed=3, robots_dir=""))
-    small = replay(web, "adaptive", 0.1)  # 457 fetches
-    bound = small.frontier.limits.max_unscored
-    assert bound == unscored_bound(32, CleaningConfig().cleaner, REPLAY_CLEAN_WORKERS, 457) < SCORE_LAG
+    small = replay(web, "adaptive", 0.05)  # 228 fetches, 23 of them ahead of their scores at most
+    budget, bound = small.frontier.limits.budget, small.frontier.limits.max_unscored
+    assert bound == unscored_bound(32, CleaningConfig().cleaner, REPLAY_CLEAN_WORKERS, budget) < SCORE_LAG
     assert small.frontier.score_lag.stats()["scheduler/score_lag_pages_max"] < bound
-    assert len(small.hits) == 457
+    assert len(small.hits) == budget
 
 
 def test_a_cpu_starved_pool_leaves_the_replayed_crawl_no_further_behind_its_scores_than_the_bound() -> None:
