@@ -75,7 +75,7 @@ class FetchConfig:
     frontier_memory_urls: int = MEMORY_URLS
     # pages leased and not yet scored, at most, when the policy learns from scores; a pool that falls
     # behind makes the crawl wait for scores instead of fetching ahead of them. 0 = concurrency + two
-    # batches per cleaning worker (96 on 2 cores)
+    # batches per cleaning worker (96 on 2 cores), or a tenth of a max_pages under 960 (at least 8)
     max_unscored: int = 0
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from scheduler.frontier import FetchedPage, SeenUrls, SQLiteFrontier
-from scheduler.frontier_limits import FrontierLimits
+from scheduler.frontier_limits import FrontierLimits, ScorePipe
 from scheduler.groups import PolitenessGroups
 from scheduler.host_scores import next_in_host, record_score
 from scheduler.hosts import HostRecord, HostState, Phase, host_state
@@ -23,7 +23,6 @@ from scheduler.urls import TrapGuard, canonical, fingerprint
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
 DIGITS = re.compile(r"\d+")
 ENDED = (HostState.DROPPED, HostState.BLOCKED)  # no policy decision changes these
-SCORE_WAIT_LIMIT_S = 60.0  # a full pipe and no score for this long: go on (a lost score must not stall)
 
 
 class HostFrontier:
@@ -54,8 +53,8 @@ class HostFrontier:
         self.progress = CrawlProgress(budget=limits.budget)
         self.in_flight = 0
         self.unobserved = 0  # pages fetched whose score has not arrived yet
-        self.pipe_full = False  # max_unscored pages leased and not scored: waiting for scores
-        self.last_outcome_at = clock()  # when a fetched page last got its score (or was replaced)
+        bound = limits.max_unscored if policy.learns_from_scores else 0
+        self.pipe = ScorePipe(bound, clock(), count)  # pages leased and unscored: in_flight + unobserved
         self.awaiting: set[str] = set()  # hosts with pages fetched, scores not arrived (fetched > settled)
         self.score_lag = ScoreLag()
         self.seq = itertools.count()
@@ -191,8 +190,8 @@ class HostFrontier:
     def next(self) -> Lease | None:
         if self.budget_left() <= 0:  # what was in flight at a crash may already be in a WARC: fetch it
             return self._pop_urgent()  # again, whatever the budget, so it gets its row and its text
-        if self._pipe_is_full():
-            return None
+        if not self.pipe.room(self.in_flight + self.unobserved, self.clock()):
+            return None  # scores first
         self._refresh()
         lease = self._pop_urgent() or self._pop(self.heap)
         if lease is None and self.in_flight < self.limits.fill_hosts and not self._waits_for_scores():
@@ -327,22 +326,10 @@ class HostFrontier:
 
     def _settled_one(self, record: HostRecord) -> None:
         """One of the host's fetched pages has its outcome (its score, or a retry replaced it)."""
-        self.last_outcome_at = self.clock()
+        self.pipe.outcome(self.clock())
         record.settled += 1
         if record.settled >= record.fetched:
             self.awaiting.discard(record.host)
-
-    def _pipe_is_full(self) -> bool:
-        """`max_unscored` pages in flight or awaiting scores: the next lease waits for a score."""
-        bound = self.limits.max_unscored if self.policy.learns_from_scores else 0
-        full = 0 < bound <= self.in_flight + self.unobserved
-        if full and self.clock() - self.last_outcome_at > SCORE_WAIT_LIMIT_S:
-            self.count("frontier/score_wait_expired")
-            full = False
-        if full and not self.pipe_full:
-            self.count("frontier/waited_for_scores")  # once per wait, not per call of the engine
-        self.pipe_full = full
-        return full
 
     def _waits_for_scores(self) -> bool:
         """Scores on their way for `fill_hosts` hosts, and a policy whose fillers would be blind now."""

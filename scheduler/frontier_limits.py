@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from scheduler.queue_window import MEMORY_HEAD, MEMORY_URLS
@@ -30,3 +31,35 @@ class FrontierLimits:
     # fingerprint in memory, as hostcrawl did before issue 13 (the memory benchmark's baseline).
     memory_head: int = MEMORY_HEAD
     memory_urls: int = MEMORY_URLS
+
+
+SCORE_WAIT_LIMIT_S = 60.0  # a full pipe and no score for this long: go on (a lost score must not stall)
+
+
+class ScorePipe:
+    """Keeps at most `bound` pages leased and unscored (0: no bound); one per frontier or Redis worker.
+
+    Counts `frontier/waited_for_scores` once per wait, not per call of the engine, and
+    `frontier/score_wait_expired` when no outcome came for SCORE_WAIT_LIMIT_S while full."""
+
+    def __init__(self, bound: int, now: float, count: Callable[[str], None]) -> None:
+        self.bound = bound
+        self.count = count
+        self.full = False
+        self.last_outcome_at = now  # when a fetched page last got its score (or was replaced)
+
+    def outcome(self, now: float) -> None:
+        self.last_outcome_at = now
+
+    def room(self, pending: int, now: float) -> int:
+        """Leases that may be handed out now, with `pending` pages leased and unscored (-1: any number)."""
+        if self.bound <= 0:
+            return -1
+        room = self.bound - pending
+        if room <= 0 and now - self.last_outcome_at > SCORE_WAIT_LIMIT_S:
+            self.count("frontier/score_wait_expired")
+            room = 1
+        if room <= 0 and not self.full:
+            self.count("frontier/waited_for_scores")
+        self.full = room <= 0
+        return max(0, room)

@@ -25,6 +25,7 @@ import redis
 from scrapy import Request, signals
 from scrapy_redis.connection import get_redis_from_settings
 
+from scheduler.frontier_limits import ScorePipe
 from scheduler.groups import domain_group
 from scheduler.hosts import HostRecord, Phase
 from scheduler.lease import Lease, ScoreLag
@@ -77,6 +78,8 @@ class RedisHostScheduler(HostScheduler):
         self.claimed_records: dict[int, HostRecord] = {}  # the host as it was when leased, until fetched
         self.fetching = 0
         self.score_lag = ScoreLag()  # this worker's fetches between a page's and its score
+        bound = self.limits.max_unscored if self.policy.learns_from_scores else 0
+        self.pipe = ScorePipe(bound, time.monotonic(), self._count_in_link)  # asked by the link thread
         self.ready_at: dict[str, float] = {}  # politeness: host -> monotonic time (host_ready_at)
         self.gauges: dict[str, Any] = {}  # the crawler's cleaning and politeness gauges (set on the reactor)
         # A host is released when its response has passed the downloader middlewares, which may fetch
@@ -142,10 +145,11 @@ class RedisHostScheduler(HostScheduler):
         """Leases to claim now: few beyond what the downloader can start (a claimed host waits for us),
         and none beyond `max_unscored` pages of this worker leased and unscored (see FrontierLimits)."""
         want = max(0, min(self.slots - self.fetching, INBOX) - len(self.inbox))
-        bound = self.limits.max_unscored if self.policy.learns_from_scores else 0
-        if bound:
-            want = min(want, max(0, bound - len(self.leases) - len(self.inbox)))
-        return want
+        room = self.pipe.room(len(self.leases) + len(self.inbox), time.monotonic())
+        return want if room < 0 else min(want, room)
+
+    def _count_in_link(self, key: str) -> None:
+        self.link.state.counts[key] += 1  # the link thread's counters reach the stats at close
 
     def _run_explored(self) -> int:
         return self.link.state.explore_fetches
@@ -295,6 +299,7 @@ class RedisHostScheduler(HostScheduler):
             self._end(lease, fetched=lease.fetched)
         if lease.fetched:
             self.score_lag.add(self.progress.fetched - lease.fetch_number)
+            self.pipe.outcome(time.monotonic())
             value = 0.0 if score is None else score
             sitemap = lease.sitemap and score is None
             self.link.send("observe", lease.host, lease.phase.value, lease.url, value, sitemap)

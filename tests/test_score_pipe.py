@@ -14,9 +14,9 @@ from crawler.replay import REPLAY_CLEAN_WORKERS, SCORE_LAG, replay
 from crawler.testweb import TestWebConfig, TestWebProcess
 from crawler.testweb.config import graded_config
 from crawler.testweb.model import SiteModel
-from scheduler.core import SCORE_WAIT_LIMIT_S, HostFrontier
+from scheduler.core import HostFrontier
 from scheduler.frontier import SQLiteFrontier
-from scheduler.frontier_limits import FrontierLimits
+from scheduler.frontier_limits import SCORE_WAIT_LIMIT_S, FrontierLimits
 from scheduler.lease import Lease
 from scheduler.policies import PolicyConfig, make_policy
 
