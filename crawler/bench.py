@@ -41,6 +41,17 @@ def _pages(value: str) -> int:
     return pages
 
 
+def _positive(value: str) -> int:
+    """A whole number of 1 or more."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value}: must be 1 or more")
+    return number
+
+
 def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
     bench = subparsers.add_parser("bench", help="benchmarks on the local test web")
     kinds = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
@@ -58,6 +69,20 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
         help="virtual hosts (2000, about 100k pages; with --webs 400 per web)",
     )
     p.add_argument("--seed", type=int, default=0, help="test web seed (%(default)s)")
+    p.add_argument(
+        "--seeds",
+        type=_positive,
+        default=1,
+        help="with --webs: replay seeds SEED to SEED+N-1 and print each web's mean over them, with how "
+        "many seeds each policy fell below sample_deepen on (one seed moves a web's ratios by tens of "
+        "percent; default %(default)s)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=_positive,
+        default=None,
+        help="with --seeds: seeds replayed at once, each in its own process (default: one per core)",
+    )
     p.add_argument(
         "--budget-share", type=float, default=0.10, help="budget as share of all pages (%(default)s)"
     )

@@ -9,7 +9,11 @@ cleaner and scorer score them (crawler/replay_scores.py); hits are graded by the
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
 import json
+import os
+import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +73,7 @@ def run_family(
     overrides: dict[str, Any] | None = None,
     score_lag: int | None = None,
     unspent: dict[str, float] | None = None,
+    label: str = "",
 ) -> dict[str, dict[str, float]]:
     """{web: {policy: high-quality pages per fetch}}, each web replayed with every policy; scores arrive
     `score_lag` pages late (None: the replay's quiet-machine lag); runs that ended with budget left
@@ -82,7 +87,8 @@ def run_family(
         started = time.monotonic()
         calibration = SiteModel(graded_config(n_hosts=CALIBRATION_HOSTS, seed=seed, robots_dir=""))
         sampler = ScoreSampler.measure(calibration)
-        print(f"scored {len(sampler.cells)} (kind, language) cells in {time.monotonic() - started:.0f}s")
+        took = time.monotonic() - started
+        print(f"{label}scored {len(sampler.cells)} (kind, language) cells in {took:.0f}s")
     results: dict[str, dict[str, float]] = {}
     lag = SCORE_LAG if score_lag is None else score_lag
     for variant in FAMILIES[family]:
@@ -105,21 +111,83 @@ def run_family(
             if unspent is not None and spent < UNSPENT:
                 unspent[f"{variant.name} {policy}"] = spent
             print(
-                f"{variant.name:>16} {pages:7d} pages {policy:>14}: {value:.3f} hq/fetch"
+                f"{label}{variant.name:>16} {pages:7d} pages {policy:>14}: {value:.3f} hq/fetch"
                 f" ({time.monotonic() - started:.0f}s)",
                 flush=True,
             )
     return results
 
 
-def format_family_table(results: dict[str, dict[str, float]], mode: str) -> str:
-    """One row per (web, policy): hq/fetch and its ratio to each baseline that ran."""
+def run_seeds(
+    family: str,
+    policies: list[str],
+    hosts: int,
+    seeds: list[int],
+    budget_share: float,
+    concurrency: int,
+    scored: bool = True,
+    score_lag: int | None = None,
+    jobs: int = 1,
+    unspent: dict[str, float] | None = None,
+) -> dict[int, dict[str, dict[str, float]]]:
+    """{seed: run_family(...)} for every seed, `jobs` seeds at a time in their own processes."""
+    run = functools.partial(
+        _run_one_seed, family, policies, hosts, budget_share, concurrency, scored, score_lag, len(seeds) > 1
+    )
+    if jobs <= 1 or len(seeds) == 1:
+        outcomes = [run(seed) for seed in seeds]
+    else:
+        with concurrent.futures.ProcessPoolExecutor(min(jobs, len(seeds))) as pool:
+            outcomes = list(pool.map(run, seeds))
+    for seed, (_, left) in zip(seeds, outcomes, strict=True):
+        prefix = f"seed {seed} " if len(seeds) > 1 else ""
+        if unspent is not None:
+            unspent.update({f"{prefix}{run_name}": share for run_name, share in left.items()})
+    return {seed: results for seed, (results, _) in zip(seeds, outcomes, strict=True)}
+
+
+def _run_one_seed(
+    family: str, policies: list[str], hosts: int, budget_share: float, concurrency: int, scored: bool,
+    score_lag: int | None, labelled: bool, seed: int,
+) -> tuple[dict[str, dict[str, float]], dict[str, float]]:  # fmt: skip
+    unspent: dict[str, float] = {}
+    results = run_family(
+        family, policies, hosts, seed, budget_share, concurrency, scored, score_lag=score_lag,
+        unspent=unspent, label=f"seed {seed} " if labelled else "",
+    )  # fmt: skip
+    return results, unspent
+
+
+def seed_means(per_seed: dict[int, dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Each (web, policy)'s hq/fetch averaged over the seeds it ran on."""
+    first = next(iter(per_seed.values()))
+    return {
+        web: {policy: statistics.fmean(run[web][policy] for run in per_seed.values()) for policy in row}
+        for web, row in first.items()
+    }
+
+
+def format_family_table(
+    results: dict[str, dict[str, float]],
+    mode: str,
+    per_seed: dict[int, dict[str, dict[str, float]]] | None = None,
+) -> str:
+    """One row per (web, policy): hq/fetch and its ratio to each baseline that ran. With `per_seed`,
+    `results` are the seeds' means, and a last column says on how many seeds the policy fell below
+    sample_deepen on that web."""
+    below = per_seed is not None and len(per_seed) > 1
     header = f"{'web':<16} {'policy':<14} {'hq/fetch':>8} " + "".join(f"{'x ' + b:>17}" for b in BASELINES)
+    header += f"{'seeds < sample_deepen':>23}" if below else ""
     lines = ["", f"high-quality pages per fetch ({mode})", header]
     for web, row in results.items():
         for policy, value in row.items():
             ratios = "".join(f"{value / row[b]:>17.2f}" if row.get(b) else f"{'-':>17}" for b in BASELINES)
-            lines.append(f"{web:<16} {policy:<14} {value:8.3f} {ratios}")
+            line = f"{web:<16} {policy:<14} {value:8.3f} {ratios}"
+            if below and per_seed is not None and "sample_deepen" in row:
+                runs = [run[web] for run in per_seed.values()]
+                fell = sum(run[policy] < run["sample_deepen"] for run in runs)
+                line += f"{f'{fell}/{len(runs)}':>23}"
+            lines.append(line)
     return "\n".join(lines)
 
 
@@ -129,14 +197,25 @@ def cmd_bench_family(args: Any) -> int:
     scores = "true labels" if args.truth_scores else "scored pages"
     lag = "" if args.score_lag is None else f", scores {args.score_lag} pages late"
     mode = f"replay, {scores}{lag}, {args.budget_share:.0%} budget"
+    seeds = list(range(args.seed, args.seed + args.seeds))
+    jobs = args.jobs or min(len(seeds), os.cpu_count() or 1)
     unspent: dict[str, float] = {}
-    results = run_family(
-        args.webs, policies, hosts, args.seed, args.budget_share, args.concurrency, not args.truth_scores,
-        score_lag=args.score_lag, unspent=unspent,
+    per_seed = run_seeds(
+        args.webs, policies, hosts, seeds, args.budget_share, args.concurrency, not args.truth_scores,
+        args.score_lag, jobs, unspent,
     )  # fmt: skip
-    print(format_family_table(results, f"{mode}, {hosts} hosts per web, seed {args.seed}"))
+    if len(seeds) == 1:
+        results = per_seed[args.seed]
+        print(format_family_table(results, f"{mode}, {hosts} hosts per web, seed {args.seed}"))
+    else:
+        results = seed_means(per_seed)
+        span = f"means over seeds {seeds[0]}-{seeds[-1]}"
+        print(format_family_table(results, f"{mode}, {hosts} hosts per web, {span}", per_seed))
     for run, share in unspent.items():
         print(f"{run}: ran out of URLs worth fetching after {share:.0%} of its budget")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+        saved: dict[str, Any] = dict(results)
+        if len(seeds) > 1:
+            saved = {"mean": results, "seeds": {str(seed): run for seed, run in per_seed.items()}}
+        Path(args.json).write_text(json.dumps(saved, indent=2) + "\n")
     return 0

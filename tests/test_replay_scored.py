@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from crawler.bench_family import BASELINES, FAMILIES, FAMILY_POLICIES
 from crawler.replay import replay
 from crawler.replay_scores import ScoreSampler
@@ -54,3 +56,40 @@ def test_a_negative_score_lag_is_refused_with_exit_code_2() -> None:
     result = hostcrawl("bench", "yield", "--webs", "tiny", "--score-lag", "-3")
     assert result.returncode == 2
     assert "--score-lag: -3 pages: a lag is 0 or more pages" in result.stderr.splitlines()[-1]
+
+
+def test_bench_yield_webs_over_several_seeds_prints_each_webs_mean_and_the_seeds_below_sample_deepen(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "family.json"
+    result = hostcrawl(
+        "bench", "yield", "--webs", "tiny", "--hosts", "30", "--seed", "3", "--seeds", "2", "--jobs", "2",
+        "--policies", "sample_deepen,adaptive", "--json", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "means over seeds 3-4" in result.stdout
+    saved = json.loads(out.read_text())
+    per_seed, means = saved["seeds"], saved["mean"]
+    assert sorted(per_seed) == ["3", "4"]
+    webs = [variant.name for variant in FAMILIES["tiny"]]
+    assert per_seed["3"] != per_seed["4"]  # two different webs per variant, not one run twice
+    rows = {
+        (r[0], r[1]): r
+        for r in (line.split() for line in result.stdout.splitlines())
+        if len(r) > 2 and re.fullmatch(r"\d\.\d{3}", r[2])
+    }
+    assert sorted(rows) == sorted((w, p) for w in webs for p in ("sample_deepen", "adaptive"))
+    for web in webs:
+        for policy in ("sample_deepen", "adaptive"):
+            mean = (per_seed["3"][web][policy] + per_seed["4"][web][policy]) / 2
+            assert means[web][policy] == pytest.approx(mean)
+            assert rows[(web, policy)][2] == f"{mean:.3f}"
+        fell = sum(per_seed[s][web]["adaptive"] < per_seed[s][web]["sample_deepen"] for s in ("3", "4"))
+        assert rows[(web, "adaptive")][-1] == f"{fell}/2"
+        assert rows[(web, "sample_deepen")][-1] == "0/2"
+
+
+def test_zero_seeds_are_refused_with_exit_code_2() -> None:
+    result = hostcrawl("bench", "yield", "--webs", "tiny", "--seeds", "0")
+    assert result.returncode == 2
+    assert "--seeds: 0: must be 1 or more" in result.stderr.splitlines()[-1]
