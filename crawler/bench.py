@@ -73,6 +73,7 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
         "--seeds",
         type=_positive,
         default=1,
+        metavar="N",
         help="with --webs: replay seeds SEED to SEED+N-1 and print each web's mean over them, with how "
         "many seeds each policy fell below sample_deepen on (one seed moves a web's ratios by tens of "
         "percent; default %(default)s)",
@@ -81,6 +82,7 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
         "--jobs",
         type=_positive,
         default=None,
+        metavar="J",
         help="with --seeds: seeds replayed at once, each in its own process (default: one per core)",
     )
     p.add_argument(
