@@ -83,7 +83,8 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
         type=_positive,
         default=None,
         metavar="J",
-        help="with --seeds: seeds replayed at once, each in its own process (default: one per core)",
+        help="with --webs: replays run at once, one (seed, web, policy) each in its own process (default: "
+        "one per core)",
     )
     p.add_argument(
         "--budget-share", type=float, default=0.10, help="budget as share of all pages (%(default)s)"

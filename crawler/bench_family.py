@@ -17,9 +17,13 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crawler.testweb.config import TestWebConfig, graded_config
+
+if TYPE_CHECKING:
+    from crawler.replay_scores import ScoreSampler
+    from crawler.testweb.model import SiteModel
 
 FAMILY_POLICIES = ("bfs", "sample_deepen", "adaptive", "sampled_oracle", "oracle", "scored_oracle")
 # sampled_oracle that knows each host's density as the scorer sees it (share of pages scoring above the
@@ -62,6 +66,74 @@ def web_config(variant: WebVariant, hosts: int, seed: int) -> TestWebConfig:
     return graded_config(n_hosts=hosts, seed=seed, robots_dir="", **variant.fields)
 
 
+@dataclass(frozen=True, slots=True)
+class FamilyRun:
+    """What every replay of a family run shares: the webs, their size, the budget and how pages score."""
+
+    family: str
+    hosts: int
+    budget_share: float
+    concurrency: int
+    scored: bool = True
+    overrides: tuple[tuple[str, Any], ...] = ()
+    score_lag: int | None = None
+    labelled: bool = False  # progress lines name their seed (several seeds are replayed)
+
+    def replay(self, seed: int, web: str, policy: str) -> tuple[float, float] | None:
+        """One policy's replay of one web: (hq/fetch, share of the budget fetched); None for
+        scored_oracle with true labels (it is then sampled_oracle)."""
+        from crawler.replay import SCORE_LAG, replay
+
+        sampler = _sampler(seed) if self.scored else None
+        if policy == SCORED_ORACLE and sampler is None:
+            return None
+        model = _model(self.family, web, self.hosts, seed)
+        lag = SCORE_LAG if self.score_lag is None else self.score_lag
+        overrides = dict(self.overrides)
+        started = time.monotonic()
+        if policy == SCORED_ORACLE:
+            truth = sampler.scored_density(model) if sampler is not None else None
+            sim = replay(model, "sampled_oracle", self.budget_share, self.concurrency, overrides, sampler,
+                         truth, lag)  # fmt: skip
+        else:
+            sim = replay(model, policy, self.budget_share, self.concurrency, overrides, sampler, None, lag)
+        value = sum(sim.hits) / max(1, len(sim.hits))
+        pages = sum(h.n_pages for h in model.hosts)
+        label = f"seed {seed} " if self.labelled else ""
+        took = time.monotonic() - started
+        print(
+            f"{label}{web:>16} {pages:7d} pages {policy:>14}: {value:.3f} hq/fetch ({took:.0f}s)", flush=True
+        )
+        return value, len(sim.hits) / sim.frontier.limits.budget
+
+    def replay_task(self, task: tuple[int, str, str]) -> tuple[float, float] | None:
+        return self.replay(*task)
+
+
+@functools.lru_cache(maxsize=2)
+def _sampler(seed: int) -> ScoreSampler:
+    """How the crawl's cleaner and scorer score each kind of page of this seed's webs (measured once per
+    process and seed)."""
+    from crawler.replay_scores import ScoreSampler
+    from crawler.testweb.model import SiteModel
+
+    started = time.monotonic()
+    sampler = ScoreSampler.measure(
+        SiteModel(graded_config(n_hosts=CALIBRATION_HOSTS, seed=seed, robots_dir=""))
+    )
+    took = time.monotonic() - started
+    print(f"seed {seed}: scored {len(sampler.cells)} (kind, language) cells in {took:.0f}s", flush=True)
+    return sampler
+
+
+@functools.lru_cache(maxsize=2)
+def _model(family: str, web: str, hosts: int, seed: int) -> SiteModel:
+    from crawler.testweb.model import SiteModel
+
+    variant = next(v for v in FAMILIES[family] if v.name == web)
+    return SiteModel(web_config(variant, hosts, seed))
+
+
 def run_family(
     family: str,
     policies: list[str],
@@ -73,89 +145,41 @@ def run_family(
     overrides: dict[str, Any] | None = None,
     score_lag: int | None = None,
     unspent: dict[str, float] | None = None,
-    label: str = "",
 ) -> dict[str, dict[str, float]]:
     """{web: {policy: high-quality pages per fetch}}, each web replayed with every policy; scores arrive
     `score_lag` pages late (None: the replay's quiet-machine lag); runs that ended with budget left
     are added to `unspent` as {"web policy": share of the budget fetched}."""
-    from crawler.replay import SCORE_LAG, replay
-    from crawler.replay_scores import ScoreSampler
-    from crawler.testweb.model import SiteModel
-
-    sampler = None
-    if scored:
-        started = time.monotonic()
-        calibration = SiteModel(graded_config(n_hosts=CALIBRATION_HOSTS, seed=seed, robots_dir=""))
-        sampler = ScoreSampler.measure(calibration)
-        took = time.monotonic() - started
-        print(f"{label}scored {len(sampler.cells)} (kind, language) cells in {took:.0f}s")
-    results: dict[str, dict[str, float]] = {}
-    lag = SCORE_LAG if score_lag is None else score_lag
-    for variant in FAMILIES[family]:
-        model = SiteModel(web_config(variant, hosts, seed))
-        pages = sum(h.n_pages for h in model.hosts)
-        results[variant.name] = {}
-        for policy in policies:
-            started = time.monotonic()
-            if policy == SCORED_ORACLE:
-                if sampler is None:
-                    continue  # with true labels it is sampled_oracle
-                truth = sampler.scored_density(model)
-                sim = replay(
-                    model, "sampled_oracle", budget_share, concurrency, overrides, sampler, truth, lag
-                )
-            else:
-                sim = replay(model, policy, budget_share, concurrency, overrides, sampler, None, lag)
-            value = results[variant.name][policy] = sum(sim.hits) / max(1, len(sim.hits))
-            spent = len(sim.hits) / sim.frontier.limits.budget
-            if unspent is not None and spent < UNSPENT:
-                unspent[f"{variant.name} {policy}"] = spent
-            print(
-                f"{label}{variant.name:>16} {pages:7d} pages {policy:>14}: {value:.3f} hq/fetch"
-                f" ({time.monotonic() - started:.0f}s)",
-                flush=True,
-            )
-    return results
+    run = FamilyRun(
+        family, hosts, budget_share, concurrency, scored, tuple((overrides or {}).items()), score_lag
+    )
+    return run_seeds(run, policies, [seed], 1, unspent)[seed]
 
 
 def run_seeds(
-    family: str,
+    run: FamilyRun,
     policies: list[str],
-    hosts: int,
     seeds: list[int],
-    budget_share: float,
-    concurrency: int,
-    scored: bool = True,
-    score_lag: int | None = None,
     jobs: int = 1,
     unspent: dict[str, float] | None = None,
 ) -> dict[int, dict[str, dict[str, float]]]:
-    """{seed: run_family(...)} for every seed, `jobs` seeds at a time in their own processes."""
-    run = functools.partial(
-        _run_one_seed, family, policies, hosts, budget_share, concurrency, scored, score_lag, len(seeds) > 1
-    )
-    if jobs <= 1 or len(seeds) == 1:
-        outcomes = [run(seed) for seed in seeds]
+    """{seed: {web: {policy: hq/fetch}}}: every (seed, web, policy) replay, `jobs` at a time in their own
+    processes (one replay each, so a seed whose web has a giant host does not hold up the others)."""
+    tasks = [(seed, v.name, policy) for seed in seeds for v in FAMILIES[run.family] for policy in policies]
+    if jobs <= 1:
+        outcomes = [run.replay_task(task) for task in tasks]
     else:
-        with concurrent.futures.ProcessPoolExecutor(min(jobs, len(seeds))) as pool:
-            outcomes = list(pool.map(run, seeds))
-    for seed, (_, left) in zip(seeds, outcomes, strict=True):
-        prefix = f"seed {seed} " if len(seeds) > 1 else ""
-        if unspent is not None:
-            unspent.update({f"{prefix}{run_name}": share for run_name, share in left.items()})
-    return {seed: results for seed, (results, _) in zip(seeds, outcomes, strict=True)}
-
-
-def _run_one_seed(
-    family: str, policies: list[str], hosts: int, budget_share: float, concurrency: int, scored: bool,
-    score_lag: int | None, labelled: bool, seed: int,
-) -> tuple[dict[str, dict[str, float]], dict[str, float]]:  # fmt: skip
-    unspent: dict[str, float] = {}
-    results = run_family(
-        family, policies, hosts, seed, budget_share, concurrency, scored, score_lag=score_lag,
-        unspent=unspent, label=f"seed {seed} " if labelled else "",
-    )  # fmt: skip
-    return results, unspent
+        with concurrent.futures.ProcessPoolExecutor(min(jobs, len(tasks))) as pool:
+            outcomes = list(pool.map(run.replay_task, tasks))
+    results: dict[int, dict[str, dict[str, float]]] = {seed: {} for seed in seeds}
+    for (seed, web, policy), outcome in zip(tasks, outcomes, strict=True):
+        row = results[seed].setdefault(web, {})
+        if outcome is None:
+            continue
+        row[policy], spent = outcome
+        if unspent is not None and spent < UNSPENT:
+            prefix = f"seed {seed} " if len(seeds) > 1 else ""
+            unspent[f"{prefix}{web} {policy}"] = spent
+    return results
 
 
 def seed_means(per_seed: dict[int, dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
@@ -198,12 +222,11 @@ def cmd_bench_family(args: Any) -> int:
     lag = "" if args.score_lag is None else f", scores {args.score_lag} pages late"
     mode = f"replay, {scores}{lag}, {args.budget_share:.0%} budget"
     seeds = list(range(args.seed, args.seed + args.seeds))
-    jobs = args.jobs or min(len(seeds), os.cpu_count() or 1)
+    jobs = args.jobs or os.cpu_count() or 1
     unspent: dict[str, float] = {}
-    per_seed = run_seeds(
-        args.webs, policies, hosts, seeds, args.budget_share, args.concurrency, not args.truth_scores,
-        args.score_lag, jobs, unspent,
-    )  # fmt: skip
+    run = FamilyRun(args.webs, hosts, args.budget_share, args.concurrency, not args.truth_scores,
+                    score_lag=args.score_lag, labelled=len(seeds) > 1)  # fmt: skip
+    per_seed = run_seeds(run, policies, seeds, jobs, unspent)
     if len(seeds) == 1:
         results = per_seed[args.seed]
         print(format_family_table(results, f"{mode}, {hosts} hosts per web, seed {args.seed}"))
@@ -211,11 +234,11 @@ def cmd_bench_family(args: Any) -> int:
         results = seed_means(per_seed)
         span = f"means over seeds {seeds[0]}-{seeds[-1]}"
         print(format_family_table(results, f"{mode}, {hosts} hosts per web, {span}", per_seed))
-    for run, share in unspent.items():
-        print(f"{run}: ran out of URLs worth fetching after {share:.0%} of its budget")
+    for name, share in unspent.items():
+        print(f"{name}: ran out of URLs worth fetching after {share:.0%} of its budget")
     if args.json:
         saved: dict[str, Any] = dict(results)
         if len(seeds) > 1:
-            saved = {"mean": results, "seeds": {str(seed): run for seed, run in per_seed.items()}}
+            saved = {"mean": results, "seeds": {str(seed): table for seed, table in per_seed.items()}}
         Path(args.json).write_text(json.dumps(saved, indent=2) + "\n")
     return 0

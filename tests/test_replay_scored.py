@@ -87,6 +87,13 @@ def test_bench_yield_webs_over_several_seeds_prints_each_webs_mean_and_the_seeds
         fell = sum(per_seed[s][web]["adaptive"] < per_seed[s][web]["sample_deepen"] for s in ("3", "4"))
         assert rows[(web, "adaptive")][-1] == f"{fell}/2"
         assert rows[(web, "sample_deepen")][-1] == "0/2"
+    serial = tmp_path / "serial.json"
+    result = hostcrawl(
+        "bench", "yield", "--webs", "tiny", "--hosts", "30", "--seed", "3", "--seeds", "2", "--jobs", "1",
+        "--policies", "sample_deepen,adaptive", "--json", str(serial),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(serial.read_text()) == saved  # replays in parallel give what one process gives
 
 
 def test_zero_seeds_are_refused_with_exit_code_2() -> None:
