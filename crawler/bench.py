@@ -30,12 +30,17 @@ CURVE_HOSTS = 500
 LIVE_HOSTS = 2000
 
 
-def _pages(value: str) -> int:
-    """A count of pages, 0 or more (argparse turns the error into exit code 2 and one line)."""
+def _whole(value: str, of: str = "") -> int:
+    """`value` as a whole number (argparse turns the error into exit code 2 and one line)."""
     try:
-        pages = int(value)
+        return int(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of pages") from None
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number{of}") from None
+
+
+def _pages(value: str) -> int:
+    """A count of pages, 0 or more."""
+    pages = _whole(value, " of pages")
     if pages < 0:
         raise argparse.ArgumentTypeError(f"{value} pages: a lag is 0 or more pages")
     return pages
@@ -43,10 +48,7 @@ def _pages(value: str) -> int:
 
 def _positive(value: str) -> int:
     """A whole number of 1 or more."""
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    number = _whole(value)
     if number < 1:
         raise argparse.ArgumentTypeError(f"{value}: must be 1 or more")
     return number

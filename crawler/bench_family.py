@@ -85,18 +85,17 @@ class FamilyRun:
         from crawler.replay import SCORE_LAG, replay
 
         sampler = _sampler(seed) if self.scored else None
-        if policy == SCORED_ORACLE and sampler is None:
-            return None
         model = _model(self.family, web, self.hosts, seed)
-        lag = SCORE_LAG if self.score_lag is None else self.score_lag
-        overrides = dict(self.overrides)
-        started = time.monotonic()
+        name, truth = policy, None
         if policy == SCORED_ORACLE:
-            truth = sampler.scored_density(model) if sampler is not None else None
-            sim = replay(model, "sampled_oracle", self.budget_share, self.concurrency, overrides, sampler,
-                         truth, lag)  # fmt: skip
-        else:
-            sim = replay(model, policy, self.budget_share, self.concurrency, overrides, sampler, None, lag)
+            if sampler is None:
+                return None
+            name, truth = "sampled_oracle", sampler.scored_density(model)
+        lag = SCORE_LAG if self.score_lag is None else self.score_lag
+        started = time.monotonic()
+        sim = replay(
+            model, name, self.budget_share, self.concurrency, dict(self.overrides), sampler, truth, lag
+        )
         value = sum(sim.hits) / max(1, len(sim.hits))
         pages = sum(h.n_pages for h in model.hosts)
         label = f"seed {seed} " if self.labelled else ""
@@ -105,9 +104,6 @@ class FamilyRun:
             f"{label}{web:>16} {pages:7d} pages {policy:>14}: {value:.3f} hq/fetch ({took:.0f}s)", flush=True
         )
         return value, len(sim.hits) / sim.frontier.limits.budget
-
-    def replay_task(self, task: tuple[int, str, str]) -> tuple[float, float] | None:
-        return self.replay(*task)
 
 
 @functools.lru_cache(maxsize=2)
@@ -166,10 +162,10 @@ def run_seeds(
     processes (one replay each, so a seed whose web has a giant host does not hold up the others)."""
     tasks = [(seed, v.name, policy) for seed in seeds for v in FAMILIES[run.family] for policy in policies]
     if jobs <= 1:
-        outcomes = [run.replay_task(task) for task in tasks]
+        outcomes = [run.replay(*task) for task in tasks]
     else:
         with concurrent.futures.ProcessPoolExecutor(min(jobs, len(tasks))) as pool:
-            outcomes = list(pool.map(run.replay_task, tasks))
+            outcomes = list(pool.map(run.replay, *zip(*tasks, strict=True)))
     results: dict[int, dict[str, dict[str, float]]] = {seed: {} for seed in seeds}
     for (seed, web, policy), outcome in zip(tasks, outcomes, strict=True):
         row = results[seed].setdefault(web, {})
@@ -177,7 +173,7 @@ def run_seeds(
             continue
         row[policy], spent = outcome
         if unspent is not None and spent < UNSPENT:
-            prefix = f"seed {seed} " if len(seeds) > 1 else ""
+            prefix = f"seed {seed} " if run.labelled else ""
             unspent[f"{prefix}{web} {policy}"] = spent
     return results
 
@@ -237,7 +233,7 @@ def cmd_bench_family(args: Any) -> int:
     for name, share in unspent.items():
         print(f"{name}: ran out of URLs worth fetching after {share:.0%} of its budget")
     if args.json:
-        saved: dict[str, Any] = dict(results)
+        saved: dict[str, Any] = results
         if len(seeds) > 1:
             saved = {"mean": results, "seeds": {str(seed): table for seed, table in per_seed.items()}}
         Path(args.json).write_text(json.dumps(saved, indent=2) + "\n")

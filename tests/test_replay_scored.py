@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,24 +59,28 @@ def test_a_negative_score_lag_is_refused_with_exit_code_2() -> None:
     assert "--score-lag: -3 pages: a lag is 0 or more pages" in result.stderr.splitlines()[-1]
 
 
+def _two_seeds(out: Path, jobs: int) -> tuple[str, dict[str, Any]]:
+    """`bench yield --webs tiny` over seeds 3 and 4 with `jobs` replays at once: its stdout and JSON."""
+    result = hostcrawl(
+        "bench", "yield", "--webs", "tiny", "--hosts", "30", "--seed", "3", "--seeds", "2", "--jobs",
+        str(jobs), "--policies", "sample_deepen,adaptive", "--json", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout, json.loads(out.read_text())
+
+
 def test_bench_yield_webs_over_several_seeds_prints_each_webs_mean_and_the_seeds_below_sample_deepen(
     tmp_path: Path,
 ) -> None:
-    out = tmp_path / "family.json"
-    result = hostcrawl(
-        "bench", "yield", "--webs", "tiny", "--hosts", "30", "--seed", "3", "--seeds", "2", "--jobs", "2",
-        "--policies", "sample_deepen,adaptive", "--json", str(out),
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert "means over seeds 3-4" in result.stdout
-    saved = json.loads(out.read_text())
+    stdout, saved = _two_seeds(tmp_path / "family.json", jobs=2)
+    assert "means over seeds 3-4" in stdout
     per_seed, means = saved["seeds"], saved["mean"]
     assert sorted(per_seed) == ["3", "4"]
     webs = [variant.name for variant in FAMILIES["tiny"]]
     assert per_seed["3"] != per_seed["4"]  # two different webs per variant, not one run twice
     rows = {
         (r[0], r[1]): r
-        for r in (line.split() for line in result.stdout.splitlines())
+        for r in (line.split() for line in stdout.splitlines())
         if len(r) > 2 and re.fullmatch(r"\d\.\d{3}", r[2])
     }
     assert sorted(rows) == sorted((w, p) for w in webs for p in ("sample_deepen", "adaptive"))
@@ -87,13 +92,8 @@ def test_bench_yield_webs_over_several_seeds_prints_each_webs_mean_and_the_seeds
         fell = sum(per_seed[s][web]["adaptive"] < per_seed[s][web]["sample_deepen"] for s in ("3", "4"))
         assert rows[(web, "adaptive")][-1] == f"{fell}/2"
         assert rows[(web, "sample_deepen")][-1] == "0/2"
-    serial = tmp_path / "serial.json"
-    result = hostcrawl(
-        "bench", "yield", "--webs", "tiny", "--hosts", "30", "--seed", "3", "--seeds", "2", "--jobs", "1",
-        "--policies", "sample_deepen,adaptive", "--json", str(serial),
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert json.loads(serial.read_text()) == saved  # replays in parallel give what one process gives
+    _, serial = _two_seeds(tmp_path / "serial.json", jobs=1)
+    assert serial == saved  # replays in parallel give what one process gives
 
 
 def test_zero_seeds_are_refused_with_exit_code_2() -> None:
