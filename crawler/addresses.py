@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
+import socket
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -74,11 +76,36 @@ def _nat64(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     return None
 
 
+IPV4_SHORTHAND = re.compile(r"(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+)){0,3}", re.IGNORECASE)
+
+
 def literal_address(host: str) -> IPAddress | None:
+    """The address a host name spells out, as a resolver or proxy would read it: dotted quads and IPv6,
+    and the inet_aton forms (`127.1`, `0x7f.0.0.1`, `0177.0.0.1`, `2130706433`), trailing dot or not."""
+    name = host.strip("[]").rstrip(".")
     try:
-        return ipaddress.ip_address(host.strip("[]"))
+        return ipaddress.ip_address(name)
     except ValueError:
-        return None
+        pass
+    if IPV4_SHORTHAND.fullmatch(name):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(name))
+        except OSError:
+            return None
+    return None
+
+
+def normal_host(host: str) -> str:
+    """A host name as resolvers see it: lower case, no trailing dot (`LocalHost.` is `localhost`)."""
+    return host.lower().rstrip(".")
+
+
+class ForbiddenAddress(IgnoreRequest):
+    """The resolver refused the address a name resolves to; `reason` is its address class."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def read_hosts_file(path: Path) -> dict[str, list[IPAddress]]:
@@ -89,7 +116,7 @@ def read_hosts_file(path: Path) -> dict[str, list[IPAddress]]:
         if len(fields) < 2 or (address := literal_address(fields[0])) is None:
             continue
         for name in fields[1:]:
-            table.setdefault(name.lower().rstrip("."), []).append(address)
+            table.setdefault(normal_host(name), []).append(address)
     return table
 
 
@@ -123,7 +150,7 @@ class PrivateAddressGuard:
             self.crawler.signals.send_catch_log(signal=host_address, host=host, address=str(address))
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
-        host = (urlparse_cached(request).hostname or "").lower()
+        host = normal_host(urlparse_cached(request).hostname or "")
         now = time.monotonic()
         cached = self.verdicts.get(host)
         if cached is None or cached[1] <= now:
@@ -157,11 +184,15 @@ class PrivateAddressGuard:
     async def _classify(self, host: str) -> str | None:
         addresses = self.known_addresses(host)
         if addresses is None and not (self.allow_private and self.proxied):
-            addresses = await self._dns(host)  # (allowing everything behind a proxy: nothing to ask)
+            try:
+                addresses = await self._dns(host)  # (allowing everything behind a proxy: nothing to ask)
+            except ForbiddenAddress as refused:  # it resolves here, to what must not be crawled: a
+                return refused.reason  # proxy would resolve it the same way (fail closed)
         return self.verdict(host, addresses or [])
 
     def known_addresses(self, host: str) -> list[IPAddress] | None:
         """Addresses known without asking DNS: a literal, a loopback name, the hosts file; else None."""
+        host = normal_host(host)
         if host in PRIVATE_HOST_NAMES or host.endswith(".localhost"):
             return [ipaddress.IPv4Address("127.0.0.1")]
         literal = literal_address(host)
@@ -187,7 +218,9 @@ class PrivateAddressGuard:
 
         try:
             resolved = await maybe_deferred_to_future(reactor.resolve(host))  # type: ignore[arg-type]
-        except Exception:
+        except ForbiddenAddress:
+            raise
+        except Exception:  # not found here: only a proxy can resolve it (see verdict)
             return []
         address = literal_address(str(resolved))
         return [] if address is None else [address]
@@ -228,11 +261,11 @@ class GuardedResolver(CachingThreadedResolver):
         )
 
     def getHostByName(self, name: str, timeout: Any = ()) -> defer.Deferred[str]:
-        listed = self.hosts.get(name.lower())
+        listed = self.hosts.get(normal_host(name))
         if listed:
             answer: defer.Deferred[str] = defer.succeed(str(listed[0]))
-        elif literal_address(name) is not None:
-            answer = defer.succeed(name)
+        elif (literal := literal_address(name)) is not None:
+            answer = defer.succeed(str(literal))
         else:
             answer = super().getHostByName(name, timeout)
         if self.allow_private or name.lower() in self.exempt:
@@ -244,5 +277,5 @@ class GuardedResolver(CachingThreadedResolver):
         literal = literal_address(address)
         reason = "unresolvable" if literal is None else address_class(literal)
         if reason is not None:
-            raise IgnoreRequest(f"refusing {reason} target {name} (it resolved to {address} on connecting)")
+            raise ForbiddenAddress(f"refusing {reason} target {name} (it resolved to {address})", reason)
         return address

@@ -24,6 +24,7 @@ from crawler.config import (
     table_problem,
     validate,
 )
+from crawler.errors import missing_extra, print_error
 from scheduler.frontier import FrontierError
 from scheduler.queue_window import MEMORY_URLS
 
@@ -374,12 +375,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def print_error(exc: BaseException | str) -> None:
-    """One plain line on stderr: no markup (`[politeness]` stays), no wrapping."""
-    text = " ".join(str(exc).split())
-    print(f"error: {text}", file=sys.stderr, flush=True)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -389,8 +384,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return int(args.func(args) or 0)
-    except (ConfigError, FrontierError) as exc:
-        print_error(exc)
+    except (ConfigError, FrontierError, ModuleNotFoundError) as exc:
+        if isinstance(exc, ModuleNotFoundError) and (extra := missing_extra(exc)) is None:
+            raise
+        print_error(exc if not isinstance(exc, ModuleNotFoundError) else f"{args.command} needs {extra}")
         return EXIT_USAGE
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]")

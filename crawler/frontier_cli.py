@@ -8,7 +8,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import redis
 from rich.console import Console
 
 from crawler.config import ConfigError
@@ -71,6 +70,8 @@ def _run_options(p: argparse.ArgumentParser) -> None:
 
 
 def _frontier(url: str, run: str) -> Any:
+    import redis  # the `redis` extra (crawler/cli.py names it when it is missing)
+
     from scheduler.redis_frontier import RedisFrontier
 
     if not url.startswith(("redis://", "rediss://", "unix://")):
@@ -108,6 +109,8 @@ def cmd_drain(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
+    import redis
+
     from crawler.worker import WORKERS_DIR
     from crawler.worker_merge import frontier_of, live_workers, merge_run
 
@@ -149,6 +152,8 @@ class RunStatusPage:
         return self.latest
 
     def refresh(self) -> None:
+        import redis
+
         from crawler.frontier_status import run_snapshot
 
         while not self.stopping.is_set():

@@ -1,7 +1,8 @@
 """Per-host timing and health: delay, robots.txt Crawl-delay, 429/503 backoff, Retry-After, circuit breaker.
 
 Retry-After beyond `backoff_max` parks the host for as long as it asks, up to `HOSTCRAWL_MAX_PARK`;
-a host asking for more is blocked (`host/blocked/retry_after_too_long`). Timeouts and connection
+a host asking for more is blocked (`host/blocked/retry_after_too_long`), and so is one that answers
+429/503 `HOSTCRAWL_BREAKER_FAILURES` times in a row (`host/blocked/rate_limited`). Timeouts and connection
 failures back a host off exponentially; `HOSTCRAWL_BREAKER_FAILURES` of them in a row block it
 (`host/blocked/network_errors`). The frontier hears both through signals and hands out nothing of a
 parked host before its time, and nothing at all of a blocked one.
@@ -130,13 +131,13 @@ class Politeness:
         key = request.meta.get("download_slot") or urlparse_cached(request).hostname or ""
         state = self.host(key)
         wait = state.delay
+        # robots.txt has its own attempt limit (crawler/robots.py): it backs off, trips no breaker
+        robots = bool(request.meta.get("dont_obey_robotstxt"))
         if response is not None and response.status in BACKOFF_STATUSES:
-            wait = self._backoff(key, state, response)
+            wait = self._backoff(key, state, response, breaker=not robots)
         elif response is not None:
             state.failures = state.network_failures = 0
         elif error is not None and failure_reason(error) in NETWORK_FAILURES:
-            # robots.txt has its own attempt limit (crawler/robots.py): it backs off, trips no breaker
-            robots = bool(request.meta.get("dont_obey_robotstxt"))
             wait = self._network_failure(key, state, failure_reason(error), count=not robots)
         state.last_end = time.monotonic()
         self._announce(key, state, state.last_end + wait)
@@ -145,13 +146,15 @@ class Politeness:
             # the slot sends its next request at lastseen + delay; make that now + wait
             slot.lastseen = max(slot.lastseen, time.monotonic() + wait - slot.delay)
 
-    def _backoff(self, host: str, state: HostPoliteness, response: Response) -> float:
+    def _backoff(self, host: str, state: HostPoliteness, response: Response, breaker: bool = True) -> float:
         stats = self.crawler.stats
         state.failures += 1
         retry_after = parse_retry_after(response.headers.get(b"Retry-After"))
         exponential = self.backoff_base * 2 ** (state.failures - 1)
         wait = min(self.backoff_max, max(exponential, state.delay))
         stats.inc_value(f"politeness/backoff/{response.status}")
+        if breaker and state.failures >= self.breaker:  # it never stops saying "later": give up on it
+            self._block(host, "rate_limited")
         if retry_after is not None:
             stats.inc_value("politeness/retry_after_honoured")
             if retry_after > self.max_park:

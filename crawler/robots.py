@@ -26,6 +26,7 @@ from twisted.internet.defer import Deferred
 from crawler.failures import failure_reason
 from crawler.politeness import Politeness, parse_retry_after
 from crawler.robots_rules import DISALLOW_ALL, RobotsRules
+from crawler.shutdown import StopCancelled
 from scheduler.scrapy_scheduler import (
     DISCOVER_META,
     LEASE_META,
@@ -159,6 +160,8 @@ class RobotsPolicy:
             self.stats.inc_value("robotstxt/refetched")
         try:
             response = await self.crawler.engine.download_async(request)
+        except StopCancelled:  # not sent: the crawl is stopping; asked again on resume
+            raise
         except IgnoreRequest as exc:  # refused by us (private address), not by the host
             self.stats.inc_value("robotstxt/refused")
             logger.info("robots.txt of %s not fetched: %s", host, exc)

@@ -258,7 +258,7 @@ def check_warcs(warcs: list[Path]) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from crawler.cli import print_error
+    from crawler.errors import print_error
 
     console = Console(stderr=True)
     scorers = ([] if args.no_heuristic else [DEFAULT_SCORER]) + list(args.classifier)

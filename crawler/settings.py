@@ -31,6 +31,7 @@ EXTENSIONS = {
     "scrapy.extensions.telnet.TelnetConsole": None,
     "scrapy.extensions.remote_control.RemoteControl": None,
     "crawler.politeness.Politeness": 10,
+    "crawler.shutdown.StopDeadline": 15,  # a stop cancels requests that only wait for a host's delay
     "crawler.limits.ResponseSizeCap": 10,
     "crawler.status.CrawlStatus": 490,  # the snapshot the progress line and the status page show
     "crawler.status.WorkerGauges": 495,  # a distributed run's worker: its gauges go with its heartbeat

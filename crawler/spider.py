@@ -20,6 +20,7 @@ from twisted.python.failure import Failure
 from crawler.directives import TDM_HEADER, PageDirectives, page_directives, product_token
 from crawler.failures import failure_reason
 from crawler.revisit import REVISIT_META
+from crawler.shutdown import StopCancelled
 from crawler.tdmrep import RESERVED_META
 from crawler.warc_capture import FETCHED_AT_META, WARC_ID_META, WARC_LOCATION_META
 from scheduler.scrapy_scheduler import DISCOVER_META, LEASE_META, POLICY_META
@@ -204,6 +205,9 @@ class HostSpider(scrapy.Spider):
             yield scrapy.Request(link.url, callback=self.parse, errback=self.failed)
 
     def failed(self, failure: Failure) -> Iterator[dict[str, Any]]:
+        if isinstance(failure.value, StopCancelled):  # never sent: its lease stays open for a resume
+            self.crawler.stats.inc_value("fetch/not_sent/stopping")
+            return
         reason = failure_reason(failure.value or Exception())
         self.crawler.stats.inc_value(f"fetch/failed/{reason}")
         request = failure.request  # type: ignore[attr-defined]

@@ -181,10 +181,22 @@ def with_scheduler_states(hosts: pl.DataFrame, run_dir: Path) -> pl.DataFrame:
 def join_scheduler_states(hosts: pl.DataFrame, states: pl.DataFrame) -> pl.DataFrame:
     if not states.height:
         return hosts
-    return (
+    joined = (
         hosts.drop("state")
         .join(states, on="host", how="left")
         .with_columns(pl.col("state").fill_null("unknown"))
+    )
+    # a host given up on (or parked) before any of its pages got a row still says why
+    unfetched = states.filter(pl.col("drop_reason").is_not_null() & ~pl.col("host").is_in(hosts["host"]))
+    if not unfetched.height:
+        return joined
+    counts = [
+        c for c in ("fetched", "not_fetched", "ok", "errors", "html_pages", "curated", "bytes") if c in joined
+    ]
+    return (
+        pl.concat([joined, unfetched], how="diagonal_relaxed")
+        .with_columns(pl.col(counts).fill_null(0))
+        .sort("host")
     )
 
 

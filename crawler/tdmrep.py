@@ -21,6 +21,8 @@ from twisted.internet.defer import Deferred
 
 from crawler.directives import TdmRule, parse_tdmrep, tdm_reserved
 from crawler.failures import failure_reason
+from crawler.shutdown import StopCancelled
+from scheduler.scrapy_scheduler import DISCOVER_META
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -32,6 +34,14 @@ TDMREP_PATH = "/.well-known/tdmrep.json"
 RESERVED_META = "hostcrawl_tdm_reserved"  # set on a page's request when its host's tdmrep.json reserves it
 TDMREP_META = "hostcrawl_tdmrep"  # marks the tdmrep.json request itself
 HTML_TYPES = (b"text/html", b"application/xhtml+xml")
+
+
+def is_page(request: Request) -> bool:
+    """Only pages can be reserved. A host's own policy files (robots.txt, tdmrep.json) and discovery
+    fetches (sitemaps) never wait for tdmrep.json: a robots.txt served as text/html would otherwise wait
+    for a tdmrep.json fetch that itself waits for that robots.txt, and the host's IP with it, for good."""
+    meta = request.meta
+    return not (meta.get(TDMREP_META) or meta.get("dont_obey_robotstxt") or meta.get(DISCOVER_META))
 
 
 class TdmRepPolicy:
@@ -51,7 +61,7 @@ class TdmRepPolicy:
 
     async def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
         content_type = (response.headers.get(b"Content-Type") or b"").lower()
-        if request.meta.get(TDMREP_META) or response.status != 200 or not content_type.startswith(HTML_TYPES):
+        if not is_page(request) or response.status != 200 or not content_type.startswith(HTML_TYPES):
             return response
         rules = await self.host_rules(request)
         if rules and tdm_reserved(rules, response.url):
@@ -68,7 +78,12 @@ class TdmRepPolicy:
             self.waiting[netloc].append(waiter)
             return await maybe_deferred_to_future(waiter)
         self.waiting[netloc] = []
-        rules = await self._fetch(f"{parts.scheme}://{netloc}{TDMREP_PATH}")
+        try:
+            rules = await self._fetch(f"{parts.scheme}://{netloc}{TDMREP_PATH}")
+        except BaseException as exc:  # the crawl is stopping: its pages are not sent either
+            for waiter in self.waiting.pop(netloc):
+                waiter.errback(exc)
+            raise
         self.rules[netloc] = rules
         for waiter in self.waiting.pop(netloc):
             waiter.callback(rules)
@@ -80,6 +95,8 @@ class TdmRepPolicy:
         try:
             assert self.crawler.engine is not None
             response = await self.crawler.engine.download_async(request)
+        except StopCancelled:
+            raise
         except Exception as exc:  # refused by robots.txt, unreachable, ...: nothing is reserved
             self.stats.inc_value(f"tdmrep/unavailable/{failure_reason(exc)}")
             return []

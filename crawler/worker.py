@@ -20,7 +20,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import redis
 from scrapy.crawler import CrawlerProcess
 
 from crawler.config import SCRAPY_SCHEDULER, ConfigError, CrawlConfig, validate
@@ -29,7 +28,6 @@ from crawler.run import RunResult, finish_run
 from crawler.run_stats import jsonable
 from crawler.settings import build_settings
 from crawler.spider import HostSpider
-from scheduler.redis_frontier import RedisFrontier
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +74,8 @@ def check_worker_args(args: argparse.Namespace, config: CrawlConfig) -> None:
         raise ConfigError(
             "--policy scrapy is Scrapy's own one-process scheduler; pick another with --frontier"
         )
+    import redis  # the `redis` extra: only a distributed run needs it
+
     try:
         redis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT_S).ping()
     except (redis.RedisError, ValueError) as exc:
@@ -119,6 +119,10 @@ def run_worker(
     if worker_dir.exists():
         raise ConfigError(f"{worker_dir}: a worker of this name already wrote here; pick another --worker-id")
     worker_dir.mkdir(parents=True)
+    import redis
+
+    from scheduler.redis_frontier import RedisFrontier
+
     client = redis.Redis.from_url(frontier_url, decode_responses=True)
     frontier = RedisFrontier(client, run_name, lease_seconds)
     if frontier.start(worker_id, config.fetch.max_pages, {"out": str(run_dir)}):

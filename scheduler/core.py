@@ -23,6 +23,7 @@ from scheduler.urls import TrapGuard, canonical, fingerprint
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
 DIGITS = re.compile(r"\d+")
 ENDED = (HostState.DROPPED, HostState.BLOCKED)  # no policy decision changes these
+PARKED = "parked"  # hosts.parquet's drop_reason of a host the run ended while it waited (FrontierLimits)
 
 
 class HostFrontier:
@@ -178,14 +179,28 @@ class HostFrontier:
 
     def _stuck(self) -> bool:
         """Nothing eligible now and nothing on its way: let the policy widen its rules once more."""
-        busy = self.heap or self.waiting or self.urgent or self.in_flight or self.unobserved
+        busy = self.heap or self._waiting_soon() or self.urgent or self.in_flight or self.unobserved
         if busy or not self.policy.widen():
             return False
         self.count("frontier/policy_widened")
         self.fill_heap.clear()
         for record in self.hosts.values():
             self.touch(record)
-        return bool(self.heap or self.waiting)  # (a host it brings back may be in its Crawl-delay)
+        return bool(self.heap or self._waiting_soon())  # (a host it brings back may be in its Crawl-delay)
+
+    def _waiting_soon(self) -> bool:
+        """A host in its delay that is worth staying open for (not parked beyond the horizon)."""
+        return bool(self.waiting) and self.waiting[0][0] <= self.clock() + self.limits.park_horizon
+
+    def mark_parked(self) -> int:
+        """Names `parked` the hosts with URLs left that wait beyond the park horizon (a crawl ending now
+        leaves them queued for a resume); returns how many."""
+        horizon = self.clock() + self.limits.park_horizon
+        parked = [r for r in self.hosts.values() if r.ready_at > horizon and r.can_fetch_more()]
+        for record in (r for r in parked if r.state not in ENDED):
+            record.drop_reason = PARKED
+            self.dirty.add(record.host)
+        return sum(r.state not in ENDED for r in parked)
 
     def next(self) -> Lease | None:
         if self.budget_left() <= 0:  # what was in flight at a crash may already be in a WARC: fetch it
@@ -242,6 +257,7 @@ class HostFrontier:
         item = record.queue[index]
         phase = Phase.DISCOVER if discover else self.policy.phase_of(record, item.url)
         del record.queue[index]
+        record.drop_reason = None if record.drop_reason == PARKED else record.drop_reason  # wait over
         record.in_flight += 1
         self.in_flight += 1
         if phase is Phase.SAMPLE:
@@ -376,10 +392,8 @@ class HostFrontier:
         """
         if self.budget_left() <= 0:
             return bool(self.urgent)  # a host with a long Crawl-delay may hold one back: wait for it
-        pending = self.heap or self.waiting or self.urgent or self.in_flight or self.unobserved
+        pending = self.heap or self._waiting_soon() or self.urgent or self.in_flight or self.unobserved
         return bool(pending) or self._stuck()
-
-    # -- resume -----------------------------------------------------------------------------------
 
     def load(self) -> int:
         """Rebuild the working set from the store; returns the number of requeued in-flight URLs."""

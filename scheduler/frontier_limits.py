@@ -31,6 +31,10 @@ class FrontierLimits:
     # fingerprint in memory, as hostcrawl did before issue 13 (the memory benchmark's baseline).
     memory_head: int = MEMORY_HEAD
     memory_urls: int = MEMORY_URLS
+    # With nothing else left to fetch, hosts told to wait longer than this (a Retry-After of hours, a
+    # robots.txt unavailable for long) do not hold the crawl open: it ends, their queues stay for a
+    # --resume, and hosts.parquet names them `parked` (the crawl's backoff_max).
+    park_horizon: float = 600.0
 
 
 SCORE_WAIT_LIMIT_S = 60.0  # a full pipe and no score for this long: go on (a lost score must not stall)

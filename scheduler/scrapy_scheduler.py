@@ -76,6 +76,7 @@ class HostScheduler:
             fill_hosts=max(1, settings.getint("CONCURRENT_REQUESTS") // 8),
             memory_urls=settings.getint("HOSTCRAWL_FRONTIER_MEMORY_URLS", MEMORY_URLS),
             max_unscored=settings.getint("HOSTCRAWL_MAX_UNSCORED", 0),
+            park_horizon=settings.getfloat("HOSTCRAWL_BACKOFF_MAX", 600.0),
         )
         # a recrawl plan carries the hosts' percentiles itself, and their budgets and density priors
         self.priors = load_priors(settings.get("HOSTCRAWL_PLAN") or settings.get("HOSTCRAWL_PRIORS"))
@@ -131,6 +132,11 @@ class HostScheduler:
             for key, value in self.frontier.score_lag.stats().items():
                 self.stats.set_value(key, value)
             self.stats.set_value("frontier/queue_paged_in", self.frontier.windows.paged_in)
+            if parked := self.frontier.mark_parked():
+                self.stats.set_value("frontier/parked_at_end", parked)
+                logger.info(
+                    "%d hosts still parked (Retry-After, robots.txt): --resume goes on with them", parked
+                )
             self.frontier.commit()
             self.frontier.store.close()
 
@@ -211,15 +217,21 @@ class HostScheduler:
         """Hosts waiting for their delay: nudge the engine then, instead of its 5 s heartbeat."""
         assert self.frontier is not None
         ready_at = self.frontier.next_ready_at()
-        if ready_at is None or (self.wakeup is not None and self.wakeup.active()):
+        if ready_at is None:
             return
         from twisted.internet import reactor
+
+        delay = max(0.0, ready_at - time.monotonic()) + 0.001
+        if self.wakeup is not None and self.wakeup.active():
+            # one host parked for an hour must not make every other host wait for the 5 s heartbeat
+            if self.wakeup.getTime() - reactor.seconds() <= delay:  # type: ignore[misc]
+                return
+            self.wakeup.cancel()
 
         engine = self.crawler.engine
         slot = getattr(engine, "_slot", None)
         if slot is None:
             return
-        delay = max(0.0, ready_at - time.monotonic()) + 0.001
         self.wakeup = reactor.callLater(delay, slot.nextcall.schedule)  # type: ignore[arg-type]
 
     def left_downloader(self, request: Request) -> None:

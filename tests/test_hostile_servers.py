@@ -1,0 +1,189 @@
+"""Servers built to misbehave, crawled by real crawls (tests/hostile_server.py), checked from the
+server's side: a robots.txt served as an HTML welcome page, names that resolve to loopback behind a
+proxy, a host that answers `429 Retry-After: 3600`, and SIGTERM while it is parked."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hostcrawl_cli import HOSTCRAWL, hostcrawl
+from hostile_server import HostileServer, answer, html_page
+from warcio.archiveiterator import ArchiveIterator
+
+pytestmark = pytest.mark.slow
+
+HTML = "text/html; charset=utf-8"
+CRAWL_BOUND_S = 90.0  # each crawl below fetches a handful of pages; the cleaning pool's warm-up dominates
+
+
+@pytest.fixture
+def server() -> Iterator[HostileServer]:
+    with HostileServer() as srv:
+        yield srv
+
+
+def _hosts_config(tmp_path: Path, *names: str, **politeness: float) -> Path:
+    """A config whose hosts file puts every name on the server's loopback address (--allow-private)."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 " + " ".join(names) + "\n")
+    config = tmp_path / "crawl.toml"
+    extra = "".join(f"{k} = {v}\n" for k, v in politeness.items())
+    config.write_text(f'[politeness]\nhosts_file = "{hosts}"\n{extra}')
+    return config
+
+
+def _warc_records(run_dir: Path) -> list[str]:
+    assert not list((run_dir / "warc").glob("*.open")), "a WARC was left open"
+    types = []
+    for path in sorted((run_dir / "warc").glob("*.warc.gz")):
+        with path.open("rb") as f:
+            types += [r.rec_type for r in ArchiveIterator(f)]
+    return types
+
+
+def test_a_robots_txt_served_as_an_html_page_does_not_stall_its_host_or_its_address(
+    server: HostileServer, tmp_path: Path
+) -> None:
+    """It used to deadlock: the TDMRep step took the robots.txt response for a page and waited for
+    tdmrep.json, which waited for that robots.txt; every host on the address stalled, SIGTERM too."""
+    welcome = "<!DOCTYPE html><html><body><h1>Welcome to our site!</h1></body></html>"
+    server.route("welcome.test", "/robots.txt", answer(200, welcome, Content_Type=HTML))
+    for host in ("welcome.test", "plain.test"):
+        server.route(host, "*", answer(200, html_page(host, ["/next.html"]), Content_Type=HTML))
+    config = _hosts_config(tmp_path, "welcome.test", "plain.test")
+    run = tmp_path / "run"
+    seeds = [f"http://{h}:{server.port}/" for h in ("welcome.test", "plain.test")]
+    started = time.monotonic()
+    done = hostcrawl(
+        "crawl", *seeds, "--config", str(config), "--allow-private", "--out", str(run),
+        "--min-delay", "0.2", "--max-pages", "20", "--no-progress", "--policy", "bfs", "--workers", "1",
+        timeout=CRAWL_BOUND_S,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert time.monotonic() - started < CRAWL_BOUND_S
+    for host in ("welcome.test", "plain.test"):
+        paths = {h.path for h in server.requests_to(host)}
+        assert {"/robots.txt", "/", "/next.html"} <= paths, (host, paths)
+    assert _warc_records(run).count("response") >= 6
+
+
+def _loopback_names_in_etc_hosts() -> list[str]:
+    names = []
+    for line in Path("/etc/hosts").read_text().splitlines():
+        fields = line.split("#", 1)[0].split()
+        if len(fields) >= 2 and fields[0].startswith("127."):
+            names += [n for n in fields[1:] if n != "localhost"]
+    return names[:2]
+
+
+def test_names_that_resolve_to_loopback_are_refused_behind_a_proxy_too(
+    server: HostileServer, tmp_path: Path
+) -> None:
+    """With --proxy, only literal addresses used to be refused: the resolver's refusal was swallowed and
+    "no address, proxy set" let the proxy fetch 127.1, 0x7f.0.0.1, 2130706433, localhost. and names of
+    /etc/hosts. The proxy here is the hostile server itself, so nothing leaves the machine."""
+    server.route("*", "*", answer(200, html_page("anything"), Content_Type=HTML))
+    private = [
+        "127.1", "0x7f.0.0.1", "0177.0.0.1", "2130706433", "0", "localhost.", "LOCALHOST", "[::1]",
+        "[::ffff:127.0.0.1]", "10.1", "169.254.169.254", *_loopback_names_in_etc_hosts(),
+    ]  # fmt: skip
+    run = tmp_path / "run"
+    done = hostcrawl(
+        "crawl", *[f"http://{n}:8080/" for n in private], "http://public-name.example/",
+        "--proxy", f"http://127.0.0.1:{server.port}", "--out", str(run), "--min-delay", "0.2",
+        "--max-pages", "30", "--no-progress", "--policy", "bfs", "--workers", "1",
+        timeout=CRAWL_BOUND_S,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    asked = {h.host for h in server.hits}
+    assert asked == {"public-name.example"}, f"the proxy was asked for {sorted(asked)}"
+    stats = json.loads((run / "stats.json").read_text())
+    refused = sum(v for k, v in stats.items() if k.startswith("fetch/refused/"))
+    assert refused == len(private), {k: v for k, v in stats.items() if k.startswith("fetch/refused/")}
+
+
+def _parked_web(server: HostileServer) -> None:
+    server.route("limited.test", "/robots.txt", answer(404, "no robots.txt"))
+    server.route("limited.test", "*", answer(429, "slow down\n", Retry_After="3600"))
+    links = [f"/page-{i}.html" for i in range(6)]
+    server.route("fine.test", "*", answer(200, html_page("fine", links), Content_Type=HTML))
+
+
+def test_a_host_that_asks_for_an_hour_does_not_hold_the_crawl_open(
+    server: HostileServer, tmp_path: Path
+) -> None:
+    """`429 Retry-After: 3600` used to keep the crawl alive for hours after every other host was done,
+    and every other host then waited for the engine's 5 s heartbeat between pages."""
+    _parked_web(server)
+    config = _hosts_config(tmp_path, "limited.test", "fine.test", backoff_max=60)
+    run = tmp_path / "run"
+    seeds = [f"http://limited.test:{server.port}/", f"http://limited.test:{server.port}/more.html",
+             f"http://fine.test:{server.port}/"]  # fmt: skip
+    started = time.monotonic()
+    done = hostcrawl(
+        "crawl", *seeds, "--config", str(config), "--allow-private", "--out", str(run),
+        "--min-delay", "0.2", "--max-pages", "20", "--no-progress", "--policy", "bfs", "--workers", "1",
+        timeout=CRAWL_BOUND_S,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert time.monotonic() - started < CRAWL_BOUND_S
+    limited = [h.path for h in server.requests_to("limited.test")]
+    assert limited == ["/robots.txt", "/"], "the host was asked again before its Retry-After"
+    fine = sorted(h.at for h in server.requests_to("fine.test") if h.path.startswith("/page-"))
+    assert len(fine) == 6
+    gaps = [b - a for a, b in itertools.pairwise(fine)]
+    assert max(gaps) < 2.0, f"pages of another host waited for the heartbeat: {gaps}"
+    stats = json.loads((run / "stats.json").read_text())
+    assert stats["frontier/parked_at_end"] == 1
+    hosts = pl.read_parquet(run / "hosts.parquet")
+    parked = hosts.filter(pl.col("host") == "limited.test").row(0, named=True)
+    assert (parked["drop_reason"], parked["queued"]) == ("parked", 2), "hosts.parquet must say why"
+
+
+def test_sigterm_while_a_host_is_parked_stops_at_once_and_resume_goes_on(
+    server: HostileServer, tmp_path: Path
+) -> None:
+    """A stop leaves a whole run: stats.json, a closed and readable WARC; the parked host's URLs stay."""
+    _parked_web(server)
+    slow_links = [f"/slow-{i}.html" for i in range(40)]
+    server.route("fine.test", "/", answer(200, html_page("fine", slow_links), Content_Type=HTML))
+    config = _hosts_config(tmp_path, "limited.test", "fine.test")
+    run = tmp_path / "run"
+    seeds = [f"http://limited.test:{server.port}/", f"http://fine.test:{server.port}/"]
+    args = [
+        "crawl", *seeds, "--config", str(config), "--allow-private", "--out", str(run), "--min-delay", "0.5",
+        "--max-pages", "60", "--no-progress", "--policy", "bfs", "--workers", "1",
+    ]  # fmt: skip
+    proc = subprocess.Popen([*HOSTCRAWL, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + CRAWL_BOUND_S
+        while (
+            not any(h.path.startswith("/slow-") for h in server.hits)
+            or not server.requests_to("limited.test")[1:]
+        ):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr and proc.stderr.read()
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        stopped_at = time.time()
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    assert not [h for h in server.hits if h.at > stopped_at + 1.5], "requests sent long after SIGTERM"
+    assert (run / "stats.json").exists() and (run / "report.md").exists()
+    assert "response" in _warc_records(run)
+    resumed = hostcrawl("crawl", "--resume", str(run), "--no-progress", timeout=CRAWL_BOUND_S)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    paths = [h.path for h in server.requests_to("fine.test")]
+    assert {p for p in paths if p.startswith("/slow-")} == set(slow_links), "a page was lost in the stop"
+    assert paths.count("/robots.txt") == 1, "the resume asked robots.txt again"
+    assert [h.path for h in server.requests_to("limited.test")] == ["/robots.txt", "/"]
