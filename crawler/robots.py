@@ -81,13 +81,25 @@ class RobotsPolicy:
         if request.meta.get("dont_obey_robotstxt") or not request.url.startswith("http"):
             return None
         entry = await self.entry(request)
-        host = urlparse_cached(request).hostname or ""
+        url = urlparse_cached(request)
+        host = url.hostname or ""
+        if entry.unavailable and self._other_origin_readable(url.netloc, host):
+            # one origin of a host that answers elsewhere (a link to a closed port): only its own URLs go
+            self.stats.inc_value("robotstxt/origin_unavailable")
+            raise IgnoreRequest(f"robots.txt unavailable for {url.netloc}: Forbidden by robots.txt for now")
         if entry.unavailable:
             return self._later(request, host, entry)
         if entry.rules is not None and not entry.rules.allowed(request.url):
             self.stats.inc_value("robotstxt/forbidden")
             raise IgnoreRequest("Forbidden by robots.txt")
         return None
+
+    def _other_origin_readable(self, netloc: str, host: str) -> bool:
+        """Another origin (scheme, port) of this host whose robots.txt could be read."""
+        return any(
+            not other.unavailable and name != netloc and urlsplit(f"//{name}").hostname == host
+            for name, other in self.entries.items()
+        )
 
     def _later(self, request: Request, host: str, entry: RobotsEntry) -> Request:
         """robots.txt said "not now": the request goes back to the frontier, the host waits."""
@@ -167,7 +179,7 @@ class RobotsPolicy:
             logger.info("robots.txt of %s not fetched: %s", host, exc)
             return RobotsEntry(RobotsRules(DISALLOW_ALL, self.user_agent), time.monotonic() + self.ttl)
         except Exception as exc:
-            return self._unavailable(host, failure_reason(exc), previous, None)
+            return self._unavailable(host, failure_reason(exc), previous, None, urlsplit(origin).netloc)
         return await self._read(response, origin, host, previous)
 
     async def _read(
@@ -178,7 +190,7 @@ class RobotsPolicy:
         self.stats.inc_value(f"robotstxt/response_status_count/{status}")
         if status == 429 or status >= 500:
             retry_after = parse_retry_after(response.headers.get(b"Retry-After"))
-            return self._unavailable(host, f"http_{status}", previous, retry_after)
+            return self._unavailable(host, f"http_{status}", previous, retry_after, urlsplit(origin).netloc)
         expires = time.monotonic() + self.ttl
         if status >= 400:  # §2.3.1.3: unavailable, so no rules
             return RobotsEntry(None, expires)
@@ -193,7 +205,12 @@ class RobotsPolicy:
         return RobotsEntry(rules, expires)
 
     def _unavailable(
-        self, host: str, reason: str, previous: RobotsEntry | None, retry_after: float | None
+        self,
+        host: str,
+        reason: str,
+        previous: RobotsEntry | None,
+        retry_after: float | None,
+        origin_netloc: str = "",
     ) -> RobotsEntry:
         failures = previous.failures + 1 if previous is not None and previous.unavailable else 1
         self.stats.inc_value(f"robotstxt/unavailable/{reason}")
@@ -201,7 +218,7 @@ class RobotsPolicy:
         wait = max(wait, retry_after or 0.0)
         politeness = self.crawler.get_extension(Politeness)
         ready_at = max(time.monotonic() + wait, politeness.host(host).ready_at if politeness else 0.0)
-        if failures >= self.attempts:
+        if failures >= self.attempts and not self._other_origin_readable(origin_netloc, host):
             self._block(host, "robots_unavailable")
         logger.info("robots.txt of %s unavailable (%s, try %d): retry in %.1fs", host, reason, failures, wait)
         return RobotsEntry(RobotsRules(DISALLOW_ALL, self.user_agent), ready_at, True, failures)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -187,3 +188,34 @@ def test_sigterm_while_a_host_is_parked_stops_at_once_and_resume_goes_on(
     assert {p for p in paths if p.startswith("/slow-")} == set(slow_links), "a page was lost in the stop"
     assert paths.count("/robots.txt") == 1, "the resume asked robots.txt again"
     assert [h.path for h in server.requests_to("limited.test")] == ["/robots.txt", "/"]
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_link_to_the_same_host_on_a_closed_port_costs_only_that_link(
+    server: HostileServer, tmp_path: Path
+) -> None:
+    """Politeness is kept by host name and robots.txt by origin: a closed port's robots.txt used to get
+    the whole host blocked, so any third-party page could remove a site from a crawl with one link."""
+    closed = _closed_port()
+    links = [f"http://site.test:{closed}/trap.html", *(f"/page-{i}.html" for i in range(5))]
+    server.route("site.test", "*", answer(200, html_page("site", links), Content_Type=HTML))
+    config = _hosts_config(tmp_path, "site.test")
+    run = tmp_path / "run"
+    done = hostcrawl(
+        "crawl", f"http://site.test:{server.port}/", "--config", str(config), "--allow-private",
+        "--out", str(run), "--min-delay", "0.2", "--max-pages", "20", "--no-progress", "--policy", "bfs",
+        "--workers", "1", timeout=CRAWL_BOUND_S,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    fetched = {h.path for h in server.requests_to("site.test")}
+    assert {f"/page-{i}.html" for i in range(5)} <= fetched, fetched
+    stats = json.loads((run / "stats.json").read_text())
+    assert "host/blocked/robots_unavailable" not in stats
+    assert stats.get("robotstxt/origin_unavailable", 0) >= 1
+    state = pl.read_parquet(run / "hosts.parquet").filter(pl.col("host") == "site.test")["state"].item()
+    assert state != "blocked"
