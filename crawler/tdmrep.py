@@ -22,7 +22,7 @@ from twisted.internet.defer import Deferred
 from crawler.directives import TdmRule, parse_tdmrep, tdm_reserved
 from crawler.failures import failure_reason
 from crawler.shutdown import StopCancelled
-from scheduler.scrapy_scheduler import DISCOVER_META
+from scheduler.scrapy_scheduler import DISCOVER_META, politeness_changed, politeness_restored
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -54,6 +54,22 @@ class TdmRepPolicy:
         self.stats = crawler.stats
         self.rules: dict[str, list[TdmRule]] = {}
         self.waiting: dict[str, list[Deferred[list[TdmRule]]]] = {}
+        crawler.signals.connect(self.restore, signal=politeness_restored)
+
+    def restore(self, rows: list[tuple[str, str, dict[str, Any]]]) -> None:
+        """What a previous run (or another worker) learnt: no host's tdmrep.json is fetched twice."""
+        for netloc, part, saved in rows:
+            if part == "tdmrep" and netloc not in self.rules:
+                body = saved.get("body")
+                self.rules[netloc] = (parse_tdmrep(str(body).encode("utf-8")) or []) if body else []
+                self.stats.inc_value("tdmrep/restored")
+
+    def _save(self, netloc: str, body: bytes | None) -> None:
+        """Stored with the host's politeness (robots.txt's too), in the frontier: SQLite or Redis."""
+        state = {"body": None if body is None else body.decode("utf-8", "replace")}
+        self.crawler.signals.send_catch_log(
+            signal=politeness_changed, host=netloc, part="tdmrep", state=state
+        )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -79,7 +95,7 @@ class TdmRepPolicy:
             return await maybe_deferred_to_future(waiter)
         self.waiting[netloc] = []
         try:
-            rules = await self._fetch(f"{parts.scheme}://{netloc}{TDMREP_PATH}")
+            rules = await self._fetch(f"{parts.scheme}://{netloc}{TDMREP_PATH}", netloc)
         except BaseException as exc:  # the crawl is stopping: its pages are not sent either
             for waiter in self.waiting.pop(netloc):
                 waiter.errback(exc)
@@ -89,7 +105,7 @@ class TdmRepPolicy:
             waiter.callback(rules)
         return rules
 
-    async def _fetch(self, url: str) -> list[TdmRule]:
+    async def _fetch(self, url: str, netloc: str) -> list[TdmRule]:
         request = Request(url, meta={TDMREP_META: True}, callback=NO_CALLBACK)
         self.stats.inc_value("tdmrep/requested")
         try:
@@ -102,8 +118,11 @@ class TdmRepPolicy:
             return []
         if response.status != 200:
             self.stats.inc_value(f"tdmrep/absent/http_{response.status}")
+            if response.status < 500 and response.status != 429:  # an answer, not "not now"
+                self._save(netloc, None)
             return []
         rules = parse_tdmrep(response.body)
+        self._save(netloc, None if rules is None else response.body)
         if rules is None:
             self.stats.inc_value("tdmrep/unparsable")
             return []

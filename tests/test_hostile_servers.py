@@ -187,6 +187,7 @@ def test_sigterm_while_a_host_is_parked_stops_at_once_and_resume_goes_on(
     paths = [h.path for h in server.requests_to("fine.test")]
     assert {p for p in paths if p.startswith("/slow-")} == set(slow_links), "a page was lost in the stop"
     assert paths.count("/robots.txt") == 1, "the resume asked robots.txt again"
+    assert paths.count("/.well-known/tdmrep.json") == 1, "the resume asked tdmrep.json again"
     assert [h.path for h in server.requests_to("limited.test")] == ["/robots.txt", "/"]
 
 
