@@ -26,17 +26,16 @@ CLEANERS: dict[str, str] = {
 # worker) fed large batches, instead of a copy of the model per core.
 ACCELERATOR_CLEANERS = frozenset({"decoder_v2", "encoder_v2"})
 ACCELERATOR_BATCH_PAGES = 64
-# The optional extra (pyproject.toml) each cleaner's model code needs, and the modules it provides.
-CLEANER_EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "encoder_v2": ("gpu", ("torch", "transformers", "tokenizers")),
-    "decoder_v2": ("gpu", ("torch", "transformers")),  # vLLM (the `vllm` extra) only on a GPU
+# The modules of optional extras (pyproject.toml) each cleaner's model code imports.
+CLEANER_MODULES: dict[str, tuple[str, ...]] = {
+    "encoder_v2": ("torch", "transformers", "tokenizers"),
+    "decoder_v2": ("torch", "transformers"),  # vLLM (the `vllm` extra) only on a GPU
 }
 
 
-def missing_extra(name: str) -> str | None:
-    """The extra to install before cleaner `name` can run here, or None when nothing is missing."""
-    extra, modules = CLEANER_EXTRAS.get(name, ("", ()))
-    return extra if any(importlib.util.find_spec(m) is None for m in modules) else None
+def missing_module(name: str) -> str | None:
+    """A module cleaner `name` needs that is not installed here, or None when nothing is missing."""
+    return next((m for m in CLEANER_MODULES.get(name, ()) if importlib.util.find_spec(m) is None), None)
 
 
 class NoCleaner(Cleaner):

@@ -384,10 +384,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return int(args.func(args) or 0)
-    except (ConfigError, FrontierError, ModuleNotFoundError) as exc:
-        if isinstance(exc, ModuleNotFoundError) and (extra := missing_extra(exc)) is None:
-            raise
-        print_error(exc if not isinstance(exc, ModuleNotFoundError) else f"{args.command} needs {extra}")
+    except (ConfigError, FrontierError) as exc:
+        print_error(exc)
+        return EXIT_USAGE
+    except ModuleNotFoundError as exc:  # an optional extra's module; any other one is raised again
+        print_error(f"{args.command} needs {missing_extra(exc)}")
         return EXIT_USAGE
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]")

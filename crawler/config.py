@@ -16,9 +16,9 @@ import polars as pl
 import tomli_w
 
 from cleaner.quality import ScorerSpec, ScorerSpecError, scorer_names
-from cleaner.registry import cleaner_names
-from cleaner.registry import missing_extra as missing_cleaner_extra
+from cleaner.registry import cleaner_names, missing_module
 from crawler import __version__
+from crawler.errors import install_hint
 from scheduler.policies import POLICIES, TRUTH_POLICIES
 from scheduler.queue_window import MEMORY_URLS
 
@@ -382,10 +382,8 @@ def validate(config: CrawlConfig, source: str = "config") -> None:
             raise ConfigError(f"{source}: Scrapy setting {name!r} is not a setting name (NAME=VALUE)")
     if c.cleaner not in cleaner_names():
         raise ConfigError(f"{source}: unknown cleaner {c.cleaner!r}; known: {', '.join(cleaner_names())}")
-    if extra := missing_cleaner_extra(c.cleaner):
-        raise ConfigError(
-            f"{source}: cleaner {c.cleaner} needs the `{extra}` extra: pip install 'hostcrawl[{extra}]'"
-        )
+    if module := missing_module(c.cleaner):
+        raise ConfigError(f"{source}: cleaner {c.cleaner} needs {install_hint(module)}")
     for spec in c.scorers:
         try:
             parsed = ScorerSpec.parse(spec)

@@ -11,10 +11,21 @@ EXTRA_MODULES = {
 }  # fmt: skip
 
 
-def missing_extra(exc: ModuleNotFoundError) -> str | None:
+def install_hint(module: str) -> str | None:
     """What to tell the user ("the `redis` extra (...): pip install ...") or None: not an extra's module."""
-    extra = EXTRA_MODULES.get((exc.name or "").split(".", 1)[0])
-    return None if extra is None else f"the `{extra}` extra ({exc}): pip install 'hostcrawl[{extra}]'"
+    extra = EXTRA_MODULES.get(module.split(".", 1)[0])
+    return (
+        None
+        if extra is None
+        else f"the `{extra}` extra (no module {module}): pip install 'hostcrawl[{extra}]'"
+    )
+
+
+def missing_extra(exc: ModuleNotFoundError) -> str:
+    """The install hint for a missing extra's module; a module of no extra is a bug: raised again."""
+    if (hint := install_hint(exc.name or "")) is None:
+        raise exc
+    return hint
 
 
 def print_error(exc: BaseException | str) -> None:

@@ -210,7 +210,7 @@ class RobotsPolicy:
         reason: str,
         previous: RobotsEntry | None,
         retry_after: float | None,
-        origin_netloc: str = "",
+        origin_netloc: str,
     ) -> RobotsEntry:
         failures = previous.failures + 1 if previous is not None and previous.unavailable else 1
         self.stats.inc_value(f"robotstxt/unavailable/{reason}")

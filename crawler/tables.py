@@ -190,9 +190,7 @@ def join_scheduler_states(hosts: pl.DataFrame, states: pl.DataFrame) -> pl.DataF
     unfetched = states.filter(pl.col("drop_reason").is_not_null() & ~pl.col("host").is_in(hosts["host"]))
     if not unfetched.height:
         return joined
-    counts = [
-        c for c in ("fetched", "not_fetched", "ok", "errors", "html_pages", "curated", "bytes") if c in joined
-    ]
+    counts = ["fetched", "not_fetched", "ok", "errors", "html_pages", "curated", "bytes"]
     return (
         pl.concat([joined, unfetched], how="diagonal_relaxed")
         .with_columns(pl.col(counts).fill_null(0))

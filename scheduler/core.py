@@ -13,7 +13,7 @@ from scheduler.frontier import FetchedPage, SeenUrls, SQLiteFrontier
 from scheduler.frontier_limits import FrontierLimits, ScorePipe
 from scheduler.groups import PolitenessGroups
 from scheduler.host_scores import next_in_host, record_score
-from scheduler.hosts import HostRecord, HostState, Phase, host_state
+from scheduler.hosts import PARKED, HostRecord, HostState, Phase, host_state
 from scheduler.lease import Lease, ScoreLag
 from scheduler.policy_base import CrawlProgress, Policy
 from scheduler.queue_window import QueuedUrl, QueueWindows
@@ -23,7 +23,6 @@ from scheduler.urls import TrapGuard, canonical, fingerprint
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
 DIGITS = re.compile(r"\d+")
 ENDED = (HostState.DROPPED, HostState.BLOCKED)  # no policy decision changes these
-PARKED = "parked"  # hosts.parquet's drop_reason of a host the run ended while it waited (FrontierLimits)
 
 
 class HostFrontier:
@@ -193,14 +192,14 @@ class HostFrontier:
         return bool(self.waiting) and self.waiting[0][0] <= self.clock() + self.limits.park_horizon
 
     def mark_parked(self) -> int:
-        """Names `parked` the hosts with URLs left that wait beyond the park horizon (a crawl ending now
-        leaves them queued for a resume); returns how many."""
+        """Names `parked` the hosts with URLs left that wait beyond the park horizon; returns how many."""
         horizon = self.clock() + self.limits.park_horizon
-        parked = [r for r in self.hosts.values() if r.ready_at > horizon and r.can_fetch_more()]
-        for record in (r for r in parked if r.state not in ENDED):
+        hosts = self.hosts.values()
+        parked = [r for r in hosts if r.ready_at > horizon and r.can_fetch_more() and r.state not in ENDED]
+        for record in parked:
             record.drop_reason = PARKED
             self.dirty.add(record.host)
-        return sum(r.state not in ENDED for r in parked)
+        return len(parked)
 
     def next(self) -> Lease | None:
         if self.budget_left() <= 0:  # what was in flight at a crash may already be in a WARC: fetch it
@@ -257,7 +256,6 @@ class HostFrontier:
         item = record.queue[index]
         phase = Phase.DISCOVER if discover else self.policy.phase_of(record, item.url)
         del record.queue[index]
-        record.drop_reason = None if record.drop_reason == PARKED else record.drop_reason  # wait over
         record.in_flight += 1
         self.in_flight += 1
         if phase is Phase.SAMPLE:

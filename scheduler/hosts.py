@@ -8,6 +8,8 @@ from enum import StrEnum
 
 from scheduler.queue_window import HostQueue
 
+PARKED = "parked"  # hosts.parquet's drop_reason of a host the run ended while it waited (FrontierLimits)
+
 
 class HostState(StrEnum):
     NEW = "new"  # known, nothing fetched yet

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING
 
-from scheduler.hosts import Phase, restore_host
+from scheduler.hosts import PARKED, Phase, restore_host
 from scheduler.lease import Lease
 
 if TYPE_CHECKING:
@@ -23,7 +23,10 @@ def load_frontier(frontier: HostFrontier) -> int:
     requeued = store.requeue_leased()
     frontier.seen.load()
     for name, data in store.hosts():
-        restore_host(frontier.host(name), data)
+        record = frontier.host(name)
+        restore_host(record, data)
+        if record.drop_reason == PARKED:  # this run ends by marking it again if it still waits then
+            record.drop_reason = None
     for name, count in store.queued_counts():
         frontier.host(name).queue.stored(count)
     frontier.urgent.update(in_flight)

@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from aiohttp import web
 
@@ -126,11 +125,3 @@ def html_page(title: str, links: list[str] | tuple[str, ...] = (), words: int = 
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title></head><body>"
         f"<h1>{title}</h1><p>{prose}</p><ul>{anchors}</ul></body></html>"
     )
-
-
-def run_args(**extra: Any) -> list[str]:
-    """Options every hostile crawl shares: fast delays, no progress bar."""
-    args = ["--min-delay", "0.2", "--no-progress", "--policy", "bfs"]
-    for key, value in extra.items():
-        args += [f"--{key.replace('_', '-')}", str(value)]
-    return args

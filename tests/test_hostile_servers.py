@@ -41,6 +41,14 @@ def _hosts_config(tmp_path: Path, *names: str, **politeness: float) -> Path:
     return config
 
 
+def _crawl(run: Path, *args: str, min_delay: float = 0.2, max_pages: int = 20) -> list[str]:
+    """`hostcrawl crawl` as every test here runs it: bfs, one cleaning worker, no progress line."""
+    return [
+        "crawl", *args, "--out", str(run), "--min-delay", str(min_delay), "--max-pages", str(max_pages),
+        "--no-progress", "--policy", "bfs", "--workers", "1",
+    ]  # fmt: skip
+
+
 def _warc_records(run_dir: Path) -> list[str]:
     assert not list((run_dir / "warc").glob("*.open")), "a WARC was left open"
     types = []
@@ -63,11 +71,7 @@ def test_a_robots_txt_served_as_an_html_page_does_not_stall_its_host_or_its_addr
     run = tmp_path / "run"
     seeds = [f"http://{h}:{server.port}/" for h in ("welcome.test", "plain.test")]
     started = time.monotonic()
-    done = hostcrawl(
-        "crawl", *seeds, "--config", str(config), "--allow-private", "--out", str(run),
-        "--min-delay", "0.2", "--max-pages", "20", "--no-progress", "--policy", "bfs", "--workers", "1",
-        timeout=CRAWL_BOUND_S,
-    )  # fmt: skip
+    done = hostcrawl(*_crawl(run, *seeds, "--config", str(config), "--allow-private"), timeout=CRAWL_BOUND_S)
     assert done.returncode == 0, done.stderr[-2000:]
     assert time.monotonic() - started < CRAWL_BOUND_S
     for host in ("welcome.test", "plain.test"):
@@ -97,12 +101,9 @@ def test_names_that_resolve_to_loopback_are_refused_behind_a_proxy_too(
         "[::ffff:127.0.0.1]", "10.1", "169.254.169.254", *_loopback_names_in_etc_hosts(),
     ]  # fmt: skip
     run = tmp_path / "run"
-    done = hostcrawl(
-        "crawl", *[f"http://{n}:8080/" for n in private], "http://public-name.example/",
-        "--proxy", f"http://127.0.0.1:{server.port}", "--out", str(run), "--min-delay", "0.2",
-        "--max-pages", "30", "--no-progress", "--policy", "bfs", "--workers", "1",
-        timeout=CRAWL_BOUND_S,
-    )  # fmt: skip
+    seeds = [*(f"http://{n}:8080/" for n in private), "http://public-name.example/"]
+    proxy = f"http://127.0.0.1:{server.port}"
+    done = hostcrawl(*_crawl(run, *seeds, "--proxy", proxy, max_pages=30), timeout=CRAWL_BOUND_S)
     assert done.returncode == 0, done.stderr[-2000:]
     asked = {h.host for h in server.hits}
     assert asked == {"public-name.example"}, f"the proxy was asked for {sorted(asked)}"
@@ -129,11 +130,7 @@ def test_a_host_that_asks_for_an_hour_does_not_hold_the_crawl_open(
     seeds = [f"http://limited.test:{server.port}/", f"http://limited.test:{server.port}/more.html",
              f"http://fine.test:{server.port}/"]  # fmt: skip
     started = time.monotonic()
-    done = hostcrawl(
-        "crawl", *seeds, "--config", str(config), "--allow-private", "--out", str(run),
-        "--min-delay", "0.2", "--max-pages", "20", "--no-progress", "--policy", "bfs", "--workers", "1",
-        timeout=CRAWL_BOUND_S,
-    )  # fmt: skip
+    done = hostcrawl(*_crawl(run, *seeds, "--config", str(config), "--allow-private"), timeout=CRAWL_BOUND_S)
     assert done.returncode == 0, done.stderr[-2000:]
     assert time.monotonic() - started < CRAWL_BOUND_S
     limited = [h.path for h in server.requests_to("limited.test")]
@@ -159,10 +156,7 @@ def test_sigterm_while_a_host_is_parked_stops_at_once_and_resume_goes_on(
     config = _hosts_config(tmp_path, "limited.test", "fine.test")
     run = tmp_path / "run"
     seeds = [f"http://limited.test:{server.port}/", f"http://fine.test:{server.port}/"]
-    args = [
-        "crawl", *seeds, "--config", str(config), "--allow-private", "--out", str(run), "--min-delay", "0.5",
-        "--max-pages", "60", "--no-progress", "--policy", "bfs", "--workers", "1",
-    ]  # fmt: skip
+    args = _crawl(run, *seeds, "--config", str(config), "--allow-private", min_delay=0.5, max_pages=60)
     proc = subprocess.Popen([*HOSTCRAWL, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + CRAWL_BOUND_S
@@ -207,11 +201,8 @@ def test_a_link_to_the_same_host_on_a_closed_port_costs_only_that_link(
     server.route("site.test", "*", answer(200, html_page("site", links), Content_Type=HTML))
     config = _hosts_config(tmp_path, "site.test")
     run = tmp_path / "run"
-    done = hostcrawl(
-        "crawl", f"http://site.test:{server.port}/", "--config", str(config), "--allow-private",
-        "--out", str(run), "--min-delay", "0.2", "--max-pages", "20", "--no-progress", "--policy", "bfs",
-        "--workers", "1", timeout=CRAWL_BOUND_S,
-    )  # fmt: skip
+    seed = f"http://site.test:{server.port}/"
+    done = hostcrawl(*_crawl(run, seed, "--config", str(config), "--allow-private"), timeout=CRAWL_BOUND_S)
     assert done.returncode == 0, done.stderr[-2000:]
     fetched = {h.path for h in server.requests_to("site.test")}
     assert {f"/page-{i}.html" for i in range(5)} <= fetched, fetched
