@@ -13,6 +13,7 @@ import polars as pl
 from scrapy.crawler import CrawlerProcess
 
 from cleaner.quality import score_column
+from crawler.archived_fetch import mark_archived_in_flight
 from crawler.config import ConfigError, CrawlConfig, validate
 from crawler.dedup import dedup_text
 from crawler.plan_report import plan_section
@@ -76,6 +77,8 @@ def recover_run(run_dir: Path) -> dict[str, Any]:
         recovered = recover_open_files(run_dir / "warc") if (run_dir / "warc").exists() else {}
         for path, records in recovered.items():
             logger.info("recovered %s with %d complete records", path, records)
+        if archived := mark_archived_in_flight(store, list(recovered)):
+            logger.info("resume: %d requests in flight are read back from their WARC records", archived)
         cut, now = cut_to_checkpoint(run_dir, SinkCheckpoint.from_json(store.get_meta(CHECKPOINT_META)))
         store.set_meta(CHECKPOINT_META, now.to_json())  # a second cut before any commit keeps the same pages
         logger.info("resume: cut %d rows and %d documents of uncommitted pages", cut["rows"], cut["docs"])

@@ -25,6 +25,7 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.routing.ProxyEverything": 745,
     "crawler.failures.FailureCounter": 940,  # every failed attempt, also those retried later
     "crawler.revisit.RevisitMiddleware": 945,  # --previous: conditional GETs; a 304 gets its stored payload
+    "crawler.archived_fetch.ArchivedFetch": 948,  # --resume: a response archived just before a kill
     "crawler.warc_capture.WarcCaptureMiddleware": 950,
 }
 EXTENSIONS = {

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 WARC_ID_META = "hostcrawl_warc_id"
 WARC_LOCATION_META = "hostcrawl_warc_location"  # the response record's warc_filename/offset/length
 FETCHED_AT_META = "hostcrawl_fetched_at"
+# A request in flight at a kill whose response is already archived: the record (crawler/archived_fetch.py)
+ARCHIVED_META = "hostcrawl_archived"
 
 
 def header_pairs(headers: Headers) -> list[tuple[str, str]]:
@@ -84,6 +86,8 @@ class WarcCaptureMiddleware:
         request.meta[FETCHED_AT_META] = datetime.now(UTC)
 
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
+        if ARCHIVED_META in request.meta:  # read back from its record: archived once already
+            return response
         host = urlparse_cached(request).netloc
         request_headers = [("Host", host), *header_pairs(request.headers)]
         record = FetchRecord(

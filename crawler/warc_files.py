@@ -133,6 +133,28 @@ def recover_open_files(directory: Path) -> dict[Path, int]:
     return recovered
 
 
+def responses_in(path: Path) -> dict[str, dict[str, Any]]:
+    """The last whole, untruncated response record of each URL in one WARC file: its id, HTTP status and
+    where it is (warc_filename, warc_offset, warc_length, as pages.parquet locates a record)."""
+    found: dict[str, dict[str, Any]] = {}
+    with path.open("rb") as fh:
+        records = ArchiveIterator(fh)
+        for record in records:
+            headers = record.rec_headers
+            keep = record.rec_type == "response" and not headers.get_header("WARC-Truncated")
+            url, record_id = headers.get_header("WARC-Target-URI"), headers.get_header("WARC-Record-ID")
+            records.read_to_end(record)
+            if keep and url and record.http_headers is not None:
+                found[url] = {
+                    "warc_record_id": record_id,
+                    "status": int(record.http_headers.get_statuscode() or 0),
+                    "warc_filename": path.name,
+                    "warc_offset": records.get_record_offset(),
+                    "warc_length": records.get_record_length(),
+                }
+    return found
+
+
 def add_index_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "index",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -240,6 +240,21 @@ class SQLiteFrontier:
         return None if row is None else str(row[0])
 
     # -- resume ---------------------------------------------------------------------------------
+
+    def lease_again(self, meta_of: Callable[[str], dict[str, Any] | None]) -> int:
+        """Queued or in-flight requests (not fetched as far as this store knows) for which `meta_of(url)`
+        has meta to add: they get it and count as in flight at the stop, so `requeue_leased` puts them
+        first and the resumed run takes them whatever its budget or their host's standing. Returns how
+        many."""
+        query = "SELECT id, url, extra FROM queue WHERE state!=?"
+        leased = 0
+        for row_id, url, extra in self.db.execute(query, (FETCHED,)).fetchall():
+            if (added := meta_of(url)) is not None:
+                meta = decode_meta(extra, f"{self.path}: row {row_id}") | added
+                update = "UPDATE queue SET extra=?, state=? WHERE id=?"
+                self.db.execute(update, (encode_meta(meta), LEASED, row_id))
+                leased += 1
+        return leased
 
     def leased_ids(self) -> set[int]:
         return {int(r[0]) for r in self.db.execute("SELECT id FROM queue WHERE state=?", (LEASED,))}

@@ -136,24 +136,28 @@ def train_toy_model(path: Path) -> None:
     corpus = [item_page(toy_page(rng, 3, 3)[0]).simplified for _ in range(100)]
     save_random_encoder(path, corpus, hidden_size=32, num_hidden_layers=2)
     model = EuroBertForTokenClassification.from_pretrained(path)
-    packer = BlockPacker(AutoTokenizer.from_pretrained(path), max_tokens=SMALL_CHUNK)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    # Short chunks (the packing tests) and whole pages in one chunk (the cleaner, at its default size):
+    # trained on short chunks only, the model never sees a page's first block at its place in a page.
+    packers = [BlockPacker(tokenizer, max_tokens=SMALL_CHUNK), BlockPacker(tokenizer)]
     optimiser = torch.optim.AdamW(model.parameters(), lr=3e-3)
     torch.manual_seed(0)
     model.train()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tensors this small train several times faster on one thread
     try:
-        train_steps(model, packer, optimiser, rng)
+        train_steps(model, packers, optimiser, rng)
     finally:
         torch.set_num_threads(threads)
     model.save_pretrained(path)
 
 
-def train_steps(model: Any, packer: BlockPacker, optimiser: Any, rng: random.Random) -> None:
-    """Random toy pages through item_page and the packer, loss only at the separators."""
+def train_steps(model: Any, packers: list[BlockPacker], optimiser: Any, rng: random.Random) -> None:
+    """Random toy pages through item_page and the packers in turn, loss only at the separators."""
     import torch
 
-    for _ in range(TRAIN_STEPS):
+    for step in range(TRAIN_STEPS):
+        packer = packers[step % len(packers)]
         chunks, targets = [], []
         for page in range(TRAIN_PAGES_PER_STEP):
             html, flags = toy_page(rng, rng.randint(0, 4), rng.randint(0, 4))
