@@ -25,9 +25,9 @@ from typing import Any
 import polars as pl
 
 from cleaner.registry import NO_CLEANER
-from crawler.config import CrawlConfig, PolitenessConfig
-from crawler.demo import demo_config
-from crawler.run import run_crawl
+from crawler.bench.demo import demo_config
+from crawler.run.crawl_config import CrawlConfig, PolitenessConfig
+from crawler.run.crawl_run import run_crawl
 from crawler.testweb import TestWebConfig, TestWebProcess
 
 TARGET_RATIO = 0.9  # issue 5: inline cleaning keeps at least this share of the uncleaned fetch rate

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from crawler.bench import grade
+from crawler.bench.yield_bench import grade
 from crawler.testweb import TestWebConfig, TestWebProcess
 from scheduler.redis_process import RedisProcess
 

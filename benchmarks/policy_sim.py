@@ -1,4 +1,4 @@
-"""Sweep policy settings on the offline replay of the test web (crawler/replay.py): seconds per policy.
+"""Sweep policy settings on the offline replay of the test web (crawler/bench/replay.py): seconds per policy.
 
     python -m benchmarks.policy_sim [--hosts 1000] [--budget-share 0.1] [--policies adaptive,oracle] \\
         [--set exploration_bonus=1.0 --set aspiration_quantile=0.85]
@@ -14,7 +14,7 @@ import argparse
 import json
 import time
 
-from crawler.replay import replay
+from crawler.bench.replay import replay
 from crawler.testweb import TestWebConfig
 from crawler.testweb.model import SiteModel
 

@@ -24,9 +24,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from scheduler.core import HostFrontier
-from scheduler.frontier import SQLiteFrontier
 from scheduler.frontier_limits import FrontierLimits
 from scheduler.policies import PolicyConfig, make_policy
+from scheduler.sqlite_store import SQLiteFrontier
 
 ALL_IN_MEMORY_BYTES_PER_URL = 800  # measured: 1M URLs took ~700 MB before issue 13; with headroom
 

@@ -49,7 +49,7 @@ from cleaner import decode_html, process_page
 from cleaner.quality import get_language_identifier, get_scorer
 from cleaner.quality.langid import MAX_LANGID_CHARS, RECENT_HEADS, PackagedIdentifier
 from cleaner.quality.train import fit_supervised
-from crawler.score_warcs import PAGES_PER_TASK, register_cli
+from crawler.archive.score_warcs import PAGES_PER_TASK, register_cli
 from crawler.testweb import SiteModel, TestWebConfig
 from crawler.testweb.text import ALL_LANGUAGES
 

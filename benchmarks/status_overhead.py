@@ -28,7 +28,7 @@ from types import SimpleNamespace
 from typing import IO, Any
 
 from benchmarks.crawl_clean import fetch_rate
-from crawler.status import scan_hosts
+from crawler.monitor.status import scan_hosts
 from crawler.testweb import TestWebConfig, TestWebProcess
 from scheduler.hosts import HostRecord, HostState
 from scheduler.queue_window import QueuedUrl

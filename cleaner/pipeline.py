@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from cleaner.base import Cleaner, Extracted, failed
-from cleaner.quality.base import QualityScorer
 from cleaner.quality.langid import DEFAULT_LANGID, LanguageIdentifier, get_language_identifier
-from cleaner.quality.registry import get_scorer
+from cleaner.quality.scorer_base import QualityScorer
+from cleaner.quality.scorer_specs import get_scorer
 from cleaner.registry import get_cleaner
 
 LOGGER = logging.getLogger(__name__)

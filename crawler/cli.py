@@ -5,34 +5,31 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 
 from rich.console import Console
 
 from crawler import __version__
-from crawler.config import (
+from crawler.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, missing_extra, print_error
+from crawler.monitor.status_options import add_status_options, check_status_port
+from crawler.run.crawl_config import (
     DEFAULT_CONTACT_URL,
     POLICY_NAMES,
     ConfigError,
     CrawlConfig,
     check_seed,
+    default_run_dir,
     load_config,
     load_seeds,
     proxy_problem,
     table_problem,
     validate,
 )
-from crawler.errors import missing_extra, print_error
-from scheduler.frontier import FrontierError
 from scheduler.queue_window import MEMORY_URLS
+from scheduler.sqlite_store import FrontierError
 
 COMMAND_ENTRY_POINTS = "hostcrawl.commands"
-EXIT_OK = 0
-EXIT_FAILED = 1  # the crawl ran but fetched nothing, or crashed
-EXIT_USAGE = 2  # bad flags, config or seeds: nothing was written
-EXIT_INTERRUPTED = 130
 
 EPILOG = """\
 examples:
@@ -43,10 +40,6 @@ examples:
 Every crawl writes one run directory: config.toml, warc/, text/, pages.parquet, hosts.parquet,
 stats.json and report.md. See README.md for the layout and for crawling the real web.
 """
-
-
-def default_run_dir(kind: str) -> Path:
-    return Path("runs") / f"{kind}-{datetime.now():%Y%m%d-%H%M%S}"
 
 
 def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -149,7 +142,7 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, help="cleaning processes (default: one per core)")
     p.add_argument("--no-progress", action="store_true", help="no live progress display")
     add_status_options(p, default_port=None)
-    from crawler.worker import add_worker_options  # (redis and Scrapy load only for the crawl)
+    from crawler.run.worker import add_worker_options  # (redis and Scrapy load only for the crawl)
 
     add_worker_options(p)
     p.add_argument(
@@ -160,32 +153,6 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
         help="keep the status page up this long after the crawl ends (a last look, a last scrape; default 0)",
     )
     p.set_defaults(func=cmd_crawl)
-
-
-def add_status_options(p: argparse.ArgumentParser, default_port: int | None) -> None:
-    shown = "off" if default_port is None else "a free port"
-    p.add_argument(
-        "--status-port",
-        type=int,
-        default=default_port,
-        metavar="PORT",
-        help=f"serve a live status page, /api/status and /metrics on PORT (0: a free port; default {shown})",
-    )
-    p.add_argument(
-        "--status-bind",
-        default="127.0.0.1",
-        metavar="ADDR",
-        help="address the status page listens on (default 127.0.0.1: this machine only)",
-    )
-
-
-def check_status_port(args: argparse.Namespace) -> None:
-    from crawler.status_server import check_listen
-
-    if args.status_port is not None and not 0 <= args.status_port <= 65535:
-        raise ConfigError(f"--status-port {args.status_port}: a port is 0-65535 (0: a free port)")
-    if not getattr(args, "no_status", False):
-        check_listen(args.status_bind, args.status_port)
 
 
 def resolve_crawl_config(args: argparse.Namespace) -> CrawlConfig:
@@ -203,12 +170,12 @@ def resolve_crawl_config(args: argparse.Namespace) -> CrawlConfig:
     config.seeds += [check_seed(url, f"argument {i + 1}") for i, url in enumerate(args.urls)]
     planned = None
     if getattr(args, "plan", None):
-        from crawler.plan_seeds import apply_plan
+        from crawler.run.plan_seeds import apply_plan
 
         planned = apply_plan(config, args.plan, args.max_pages)
     previous = getattr(args, "previous", None) or (planned.source_run if planned else None)
     if previous:
-        from crawler.revisit import check_previous, previous_urls
+        from crawler.archive.revisit import check_previous, previous_urls
 
         previous = check_previous(previous)
         config.fetch.previous = str(previous)
@@ -268,7 +235,7 @@ def resolve_crawl_config(args: argparse.Namespace) -> CrawlConfig:
 
 def check_crawl_inputs(config: CrawlConfig, args: argparse.Namespace) -> None:
     """What validation alone cannot see: Scrapy settings hostcrawl owns, a proxy that is not there."""
-    from crawler.settings import check_scrapy_settings
+    from crawler.run.settings import check_scrapy_settings
 
     config_file = args.resume / "config.toml" if args.resume else args.config
     check_scrapy_settings(config, "-s" if args.scrapy_settings else str(config_file))
@@ -291,9 +258,9 @@ def create_run_dir(run_dir: Path) -> None:
 
 
 def cmd_crawl(args: argparse.Namespace) -> int:
-    from crawler.run import run_crawl
-    from crawler.status_server import linger
-    from crawler.worker import check_worker_args, run_worker
+    from crawler.monitor.status_server import linger
+    from crawler.run.crawl_run import run_crawl
+    from crawler.run.worker import check_worker_args, run_worker
 
     config = resolve_crawl_config(args)
     check_status_port(args)
@@ -334,7 +301,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         highlight=False,
     )
     if not fetched:
-        from crawler.failures import why_nothing
+        from crawler.fetch.failures import why_nothing
 
         print(f"nothing was fetched: {why_nothing(result.stats)}", file=sys.stderr)
     linger(args.status_linger)
@@ -351,11 +318,11 @@ def add_plugin_commands(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from crawler.bench import add_bench_parser
-    from crawler.demo import add_demo_parser
-    from crawler.frontier_cli import add_frontier_parser
+    from crawler.archive.warc_files import add_index_parser
+    from crawler.bench.cli import add_demo_parser
+    from crawler.bench.yield_bench import add_bench_parser
+    from crawler.run.frontier_cli import add_frontier_parser
     from crawler.testweb import register_cli
-    from crawler.warc_files import add_index_parser
 
     parser = argparse.ArgumentParser(
         prog="hostcrawl",

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import sys
 
+EXIT_OK = 0
+EXIT_FAILED = 1  # the crawl ran but fetched nothing, or crashed
+EXIT_USAGE = 2  # bad flags, config or seeds: nothing was written
+EXIT_INTERRUPTED = 130
+
 # Modules of optional extras (pyproject.toml), by the extra that installs them.
 EXTRA_MODULES = {
     "redis": "redis", "scrapy_redis": "redis", "torch": "gpu", "transformers": "gpu", "tokenizers": "gpu",

@@ -9,7 +9,6 @@ from collections import Counter
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from scheduler.frontier import FetchedPage, SeenUrls, SQLiteFrontier
 from scheduler.frontier_limits import FrontierLimits, ScorePipe
 from scheduler.groups import PolitenessGroups
 from scheduler.host_scores import next_in_host, record_score
@@ -17,7 +16,7 @@ from scheduler.hosts import PARKED, HostRecord, HostState, Phase, host_state
 from scheduler.lease import Lease, ScoreLag
 from scheduler.policy_base import CrawlProgress, Policy
 from scheduler.queue_window import QueuedUrl, QueueWindows
-from scheduler.resume import load_frontier
+from scheduler.sqlite_store import FetchedPage, SeenUrls, SQLiteFrontier
 from scheduler.urls import TrapGuard, canonical, fingerprint
 
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
@@ -392,7 +391,3 @@ class HostFrontier:
             return bool(self.urgent)  # a host with a long Crawl-delay may hold one back: wait for it
         pending = self.heap or self._waiting_soon() or self.urgent or self.in_flight or self.unobserved
         return bool(pending) or self._stuck()
-
-    def load(self) -> int:
-        """Rebuild the working set from the store; returns the number of requeued in-flight URLs."""
-        return load_frontier(self)

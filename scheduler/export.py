@@ -9,8 +9,8 @@ from typing import Any
 
 import polars as pl
 
-from scheduler.frontier import SQLiteFrontier
 from scheduler.hosts import PRIOR_ALPHA, PRIOR_BETA
+from scheduler.sqlite_store import SQLiteFrontier
 
 HOST_STATE_SCHEMA: dict[str, type[pl.DataType]] = {
     "host": pl.String,

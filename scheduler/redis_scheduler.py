@@ -27,9 +27,9 @@ from scrapy_redis.connection import get_redis_from_settings
 
 from scheduler.frontier_limits import ScorePipe
 from scheduler.groups import domain_group
+from scheduler.host_priors import apply_prior
 from scheduler.hosts import HostRecord, Phase
 from scheduler.lease import Lease, ScoreLag
-from scheduler.priors import apply_prior
 from scheduler.queue_window import QueuedUrl
 from scheduler.redis_frontier import (
     Claimed,

@@ -1,4 +1,4 @@
-"""--resume: a frontier's working set rebuilt from its store (scheduler/frontier.py)."""
+"""--resume: a frontier's working set rebuilt from its store (scheduler/sqlite_store.py)."""
 
 from __future__ import annotations
 

@@ -11,13 +11,14 @@ from urllib.parse import urlsplit
 from scrapy import Request, signals
 
 from scheduler.core import HostFrontier
-from scheduler.frontier import SQLiteFrontier, decode_meta, encode_meta
 from scheduler.frontier_limits import FrontierLimits
+from scheduler.host_priors import apply_prior, load_priors, load_truth
 from scheduler.hosts import HostRecord
 from scheduler.lease import Lease
 from scheduler.policies import PolicyConfig, make_policy
-from scheduler.priors import apply_prior, load_priors, load_truth
 from scheduler.queue_window import MEMORY_URLS
+from scheduler.resume import load_frontier
+from scheduler.sqlite_store import SQLiteFrontier, decode_meta, encode_meta
 from scheduler.urls import canonical
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ class HostScheduler:
         self.frontier = HostFrontier(
             store, self.policy, self.limits, time.monotonic, self._count, on_new_host=self._apply_prior
         )
-        requeued = self.frontier.load()
+        requeued = load_frontier(self.frontier)
         rows = list(store.politeness())
         if rows:  # a resumed run: delays, backoffs and robots.txt go on where they stopped
             self.crawler.signals.send_catch_log(signal=politeness_restored, rows=rows)

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from scheduler.frontier_limits import FrontierLimits
+from scheduler.host_priors import PriorLookup, apply_prior
 from scheduler.host_scores import ScoreOutcome, next_in_host, record_score
 from scheduler.hosts import HostRecord, HostState, Phase, host_state, restore_host
 from scheduler.policy_base import CrawlProgress, Policy, Priority
-from scheduler.priors import PriorLookup, apply_prior
 from scheduler.queue_window import QueuedUrl
 from scheduler.redis_frontier import FILL_FLOOR, UNSCORED, QueuedRequest, RedisFrontier
 from scheduler.redis_link import SharedUpdate

@@ -12,7 +12,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
-from crawler.addresses import GuardedResolver, PrivateAddressGuard, address_class, read_hosts_file
+from crawler.fetch.addresses import GuardedResolver, PrivateAddressGuard, address_class, read_hosts_file
 from scheduler.scrapy_scheduler import host_address
 
 

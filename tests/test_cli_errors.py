@@ -21,9 +21,9 @@ import pytest
 from hostcrawl_cli import hostcrawl
 from scrapy.exceptions import IgnoreRequest
 
-from crawler.failures import failure_reason, why_nothing
-from crawler.tables import with_outcome
-from crawler.warc import FetchRecord, WarcWriter
+from crawler.archive.warc import FetchRecord, WarcWriter
+from crawler.fetch.failures import failure_reason, why_nothing
+from crawler.pages.tables import with_outcome
 
 UNWRITABLE = "/proc/hostcrawl-no-such-dir/out"  # cannot be created, even by root
 

@@ -12,9 +12,7 @@ import pytest
 import zstandard
 from hostcrawl_cli import HOSTCRAWL
 
-from crawler.run import recover_run
-from crawler.run_stats import ATTEMPTS, STATS_META, dumps_stats, merge_stats
-from crawler.sinks import (
+from crawler.pages.sinks import (
     PAGES_SPOOL,
     PageSpool,
     SinkCheckpoint,
@@ -22,10 +20,13 @@ from crawler.sinks import (
     cut_to_checkpoint,
     read_text_shards,
 )
+from crawler.run.crawl_run import recover_run
+from crawler.run.run_stats import ATTEMPTS, STATS_META, dumps_stats, merge_stats
 from scheduler.core import HostFrontier
-from scheduler.frontier import FrontierError, SQLiteFrontier, decode_meta, encode_meta
 from scheduler.frontier_limits import FrontierLimits
 from scheduler.policies import make_policy
+from scheduler.resume import load_frontier
+from scheduler.sqlite_store import FrontierError, SQLiteFrontier, decode_meta, encode_meta
 
 
 def frames_are_closed(path: Path) -> bool:
@@ -163,7 +164,7 @@ def test_a_page_fetched_but_not_scored_is_cleaned_again_not_fetched_again(tmp_pa
     frontier.store.close()  # killed: `first` awaits its score, `second` was archived but not committed
 
     resumed = _frontier(path, budget=3)
-    assert resumed.load() == 1  # only `second` goes back to the queue
+    assert load_frontier(resumed) == 1  # only `second` goes back to the queue
     [(lease, page)] = resumed.recovered
     assert (lease.url, page.html, lease.fetched) == (first.url, "<p>kept</p>", True)
     assert resumed.progress.fetched == 1 and resumed.budget_left() == 2  # its fetch stays spent

@@ -16,8 +16,8 @@ from hostcrawl_cli import hostcrawl
 from warcio.archiveiterator import ArchiveIterator
 from warcio.checker import Checker
 
-from crawler.audit import audit_test_web, read_request_log
-from crawler.sinks import read_text_shards
+from crawler.bench.audit import audit_test_web, read_request_log
+from crawler.pages.sinks import read_text_shards
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 
 pytestmark = pytest.mark.slow

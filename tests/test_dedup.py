@@ -13,9 +13,9 @@ from hostcrawl_cli import hostcrawl
 
 from benchmarks.dedup_testweb import evaluate, planted_corpus
 from cleaner.dedup import NEAR_THRESHOLD, Doc, deduplicate, normalise, words
-from crawler.dedup import dedup_text
-from crawler.pipeline import doc_id
-from crawler.sinks import TextSink, read_text_shards
+from crawler.pages.sinks import TextSink, read_text_shards
+from crawler.pages.store_pipeline import doc_id
+from crawler.pages.text_dedup import dedup_text
 from crawler.testweb import TestWebProcess
 from crawler.testweb.config import TestWebConfig
 from crawler.testweb.model import SiteModel

@@ -12,8 +12,8 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.sitemap import Sitemap
 
 from cleaner.quality.language_profiles import LanguageThresholds
-from crawler.audit import audit_directives
-from crawler.directives import (
+from crawler.bench.audit import audit_directives
+from crawler.fetch.directives import (
     header_directives,
     kept_out,
     meta_directives,
@@ -22,9 +22,9 @@ from crawler.directives import (
     product_token,
     tdm_reserved,
 )
-from crawler.pipeline import crawl_value
+from crawler.pages.store_pipeline import crawl_value
 from crawler.testweb import SiteModel, TestWebConfig
-from crawler.testweb import directives as dx
+from crawler.testweb import directive_hosts as dx
 from crawler.testweb.model import HostSpec
 from scheduler.urls import TrapGuard
 

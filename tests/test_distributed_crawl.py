@@ -24,8 +24,8 @@ from redis_server import (
     redis_server_fixture,  # noqa: F401  (registers the fixture)
 )
 
-from crawler.audit import audit_test_web
-from crawler.tdmrep import TDMREP_PATH
+from crawler.bench.audit import audit_test_web
+from crawler.fetch.tdmrep import TDMREP_PATH
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 from crawler.testweb.politeness_hosts import ADDRESSES_FILE
 from scheduler.redis_frontier import KEY_PREFIX

@@ -15,16 +15,17 @@ import polars as pl
 import pytest
 from hostcrawl_cli import hostcrawl
 
-from crawler.audit import audit_test_web
-from crawler.config import ConfigError, load_config
-from crawler.replay import SimulatedCrawl
+from crawler.bench.audit import audit_test_web
+from crawler.bench.replay import SimulatedCrawl
+from crawler.run.crawl_config import ConfigError, load_config
 from crawler.testweb import TestWebConfig, TestWebProcess
 from crawler.testweb.model import SiteModel
 from scheduler.core import HostFrontier
-from scheduler.frontier import APPLICATION_ID, SCHEMA_VERSION, FrontierError, SQLiteFrontier
 from scheduler.frontier_limits import FrontierLimits
 from scheduler.lease import Lease
 from scheduler.policies import PolicyConfig, make_policy
+from scheduler.resume import load_frontier
+from scheduler.sqlite_store import APPLICATION_ID, SCHEMA_VERSION, FrontierError, SQLiteFrontier
 from scheduler.urls import canonical, url_shape
 
 ALL_IN_MEMORY = {"memory_urls": 0}
@@ -211,7 +212,7 @@ def test_a_resumed_bounded_frontier_fetches_what_was_in_flight_first_then_the_re
     for name, limits in (("bounded", TINY), ("all", ALL_IN_MEMORY)):
         shutil.copy(tmp_path / "run.sqlite3", tmp_path / f"{name}.sqlite3")
         resumed, clock = make_frontier(tmp_path / f"{name}.sqlite3", "bfs", **limits)
-        assert resumed.load() == 2
+        assert load_frontier(resumed) == 2
         if name == "bounded":
             assert urls_in_memory(resumed) <= 20 + 16  # a head per host and the window: the rest on disk
         orders.append(drain(resumed, clock, 10**6))
@@ -241,7 +242,7 @@ def test_a_frontier_of_the_previous_schema_is_migrated_and_resumed_in_row_order(
     db.close()
     frontier, clock = make_frontier(path, "bfs", **TINY)
     assert frontier.store.get_meta("schema_version") == str(SCHEMA_VERSION)
-    frontier.load()
+    load_frontier(frontier)
     assert drain(frontier, clock, 10) == [f"http://a.example/{i}" for i in range(5)]
 
     older = tmp_path / "older.sqlite3"

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from scheduler.core import HostFrontier
-from scheduler.frontier import SQLiteFrontier
 from scheduler.frontier_limits import FrontierLimits
 from scheduler.hosts import HostState
 from scheduler.lease import Lease
 from scheduler.policies import PolicyConfig, make_policy
+from scheduler.sqlite_store import SQLiteFrontier
 
 
 def make_frontier(tmp_path: Path, **limits: int) -> tuple[HostFrontier, list[str]]:

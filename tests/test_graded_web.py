@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from scipy.stats import spearmanr
 
-from crawler.replay_scores import auc, random_pages, score_pages
+from crawler.bench.replay_scores import auc, random_pages, score_pages
 from crawler.testweb.config import MAX_HOST_PAGES, graded_config
 from crawler.testweb.model import SiteModel
 

@@ -19,7 +19,7 @@ from cleaner.base import MAX_CLEAN_CHARS
 from cleaner.blocks_model import BlocksCleaner
 from cleaner.pipeline import PageResult, process_page, process_pages
 from cleaner.simplify import SimplePage
-from crawler.batch_cleaner import WORKER_CRASH, WORKER_NICENESS, BatchCleaner, init_worker
+from crawler.pages.batch_cleaner import WORKER_CRASH, WORKER_NICENESS, BatchCleaner, init_worker
 
 SCORERS = ("heuristic_v2",)
 PARAGRAPH = (
@@ -269,7 +269,7 @@ def test_model_cleaners_get_one_gpu_worker_with_large_batches(
 ) -> None:
     from scrapy.utils.test import get_crawler
 
-    from crawler.pipeline import CleanScoreStorePipeline
+    from crawler.pages.store_pipeline import CleanScoreStorePipeline
 
     settings = {"HOSTCRAWL_RUN_DIR": str(tmp_path), "HOSTCRAWL_CLEANER": cleaner, "HOSTCRAWL_SCORERS": []}
     pipeline = CleanScoreStorePipeline(get_crawler(settings_dict=settings))

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 from hostcrawl_cli import HOSTCRAWL
 
-from crawler.sinks import PAGES_SPOOL, read_text_shards
+from crawler.pages.sinks import PAGES_SPOOL, read_text_shards
 from crawler.testweb import TestWebConfig, TestWebProcess
 
 pytestmark = pytest.mark.slow

@@ -13,10 +13,10 @@ import polars as pl
 import pytest
 from hostcrawl_cli import hostcrawl
 
-from crawler.audit import audit_directives, audit_test_web, read_request_log
-from crawler.sinks import read_text_shards
+from crawler.bench.audit import audit_directives, audit_test_web, read_request_log
+from crawler.pages.sinks import read_text_shards
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
-from crawler.testweb import directives as dx
+from crawler.testweb import directive_hosts as dx
 from crawler.testweb.server import REQUESTS_FILE
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from hostcrawl_cli import hostcrawl
 
-from crawler.audit import audit_test_web
+from crawler.bench.audit import audit_test_web
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 
 pytestmark = pytest.mark.slow

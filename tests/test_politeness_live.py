@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from hostcrawl_cli import hostcrawl
 
-from crawler.audit import audit_test_web, read_request_log
+from crawler.bench.audit import audit_test_web, read_request_log
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 from crawler.testweb.politeness_hosts import (
     ADDRESSES_FILE,

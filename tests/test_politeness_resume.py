@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from hostcrawl_cli import HOSTCRAWL
 
-from crawler.audit import audit_test_web, read_request_log
+from crawler.bench.audit import audit_test_web, read_request_log
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 
 pytestmark = pytest.mark.slow

@@ -14,8 +14,8 @@ from hostcrawl_cli import hostcrawl
 from analytics.recrawl_plan import PLAN_COLUMNS
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 from crawler.testweb.hostindex import HostIndexFiles, write_host_index
+from scheduler.host_priors import PLAN_PRIOR_PAGES, apply_prior, load_priors
 from scheduler.hosts import HostRecord
-from scheduler.priors import PLAN_PRIOR_PAGES, apply_prior, load_priors
 
 pytestmark = pytest.mark.slow
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crawler.replay import replay
+from crawler.bench.replay import replay
 from crawler.testweb import TestWebConfig
 from crawler.testweb.model import SiteModel
 

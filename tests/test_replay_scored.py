@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from crawler.bench_family import BASELINES, FAMILIES, FAMILY_POLICIES
-from crawler.replay import replay
-from crawler.replay_scores import ScoreSampler
+from crawler.bench.family import BASELINES, FAMILIES, FAMILY_POLICIES
+from crawler.bench.replay import replay
+from crawler.bench.replay_scores import ScoreSampler
 from crawler.testweb.config import graded_config
 from crawler.testweb.model import SiteModel
 from tests.hostcrawl_cli import hostcrawl

@@ -20,10 +20,10 @@ from hostcrawl_cli import HOSTCRAWL
 from warcio.archiveiterator import ArchiveIterator
 from warcio.checker import Checker
 
-from crawler.audit import audit_test_web
-from crawler.sinks import PAGES_SPOOL, read_text_shards
+from crawler.archive.warc_files import cdxj_path
+from crawler.bench.audit import audit_test_web
+from crawler.pages.sinks import PAGES_SPOOL, read_text_shards
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
-from crawler.warc_files import cdxj_path
 from scheduler.urls import TrapGuard, canonical, fingerprint
 
 pytestmark = pytest.mark.slow

@@ -18,7 +18,7 @@ from hostcrawl_cli import hostcrawl
 from hostile_server import HostileServer, answer, html_page
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler.sinks import read_text_shards
+from crawler.pages.sinks import read_text_shards
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +28,7 @@ VICTIM = "/victim.html"
 # The crawl with its pipeline patched: the victim page's item kills the crawler before its commit.
 KILL_AT_VICTIM = """
 import os, signal, sys
-import crawler.pipeline as pipeline
+import crawler.pages.store_pipeline as pipeline
 original = pipeline.CleanScoreStorePipeline.process_item
 async def process_item(self, item, spider=None):
     if item.get("url", "").endswith(sys.argv[1]):

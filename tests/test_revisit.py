@@ -13,12 +13,18 @@ from hostcrawl_cli import hostcrawl
 from warcio.archiveiterator import ArchiveIterator
 from warcio.checker import Checker
 
-from crawler.audit import read_request_log
-from crawler.revisit import IDENTICAL, REVISIT_PROFILES, PreviousCapture, payload_digest, write_revisit
-from crawler.sinks import read_text_shards
+from crawler.archive.revisit import (
+    IDENTICAL,
+    REVISIT_PROFILES,
+    PreviousCapture,
+    payload_digest,
+    write_revisit,
+)
+from crawler.archive.warc import FetchRecord, WarcWriter
+from crawler.bench.audit import read_request_log
+from crawler.pages.sinks import read_text_shards
 from crawler.testweb import TestWebConfig, TestWebProcess
 from crawler.testweb.revisions import revisions
-from crawler.warc import FetchRecord, WarcWriter
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # three real crawls
 

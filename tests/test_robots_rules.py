@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawler.robots_rules import RobotsRules
+from crawler.fetch.robots_rules import RobotsRules
 
 # RFC 9309 §5.1
 RFC_EXAMPLE = b"""User-Agent: *

@@ -15,10 +15,10 @@ import pytest
 from datatrove.pipeline.readers import JsonlReader
 from hostcrawl_cli import hostcrawl
 
-from crawler.sinks import read_text_shards
-from crawler.tables import OUTCOMES, PAGE_KINDS
+from crawler.archive.warc_files import cdxj_path, read_cdxj, read_record
+from crawler.pages.sinks import read_text_shards
+from crawler.pages.tables import OUTCOMES, PAGE_KINDS
 from crawler.testweb import TestWebConfig, TestWebProcess
-from crawler.warc_files import cdxj_path, read_cdxj, read_record
 
 pytestmark = pytest.mark.slow
 

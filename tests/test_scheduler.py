@@ -11,11 +11,12 @@ import pytest
 
 from scheduler.core import HostFrontier
 from scheduler.evidence import PASS, EvidenceBar
-from scheduler.frontier import FrontierError, SQLiteFrontier
 from scheduler.frontier_limits import FrontierLimits
 from scheduler.hosts import HostState, Phase
 from scheduler.lease import Lease
 from scheduler.policies import PolicyConfig, make_policy
+from scheduler.resume import load_frontier
+from scheduler.sqlite_store import FrontierError, SQLiteFrontier
 from scheduler.urls import TrapGuard, canonical
 
 
@@ -279,7 +280,7 @@ def test_frontier_survives_reopening_with_in_flight_urls_requeued(tmp_path: Path
     frontier.observe(leases[0], 0.8)  # done and committed
     # leases[1] is in flight when the process dies: no commit, no close
     again, _ = make_frontier(tmp_path, "bfs", budget=100)
-    requeued = again.load()
+    requeued = load_frontier(again)
     assert requeued == 1
     queued = {q.url for h in again.hosts.values() for q in h.queue}
     assert leases[1].url in queued and leases[0].url not in queued
@@ -298,7 +299,7 @@ def test_what_was_in_flight_at_a_crash_is_fetched_again_after_the_budget_is_spen
     frontier.fetch_ended(first, True, 0.0)
     frontier.observe(first, 0.8)  # committed; `in_flight` is on the wire when the process dies
     again, clock = make_frontier(tmp_path, "bfs", budget=3)
-    assert again.load() == 1
+    assert load_frontier(again) == 1
     again.hosts[in_flight.host].ready_at = 30.0  # its Crawl-delay: not before t=30
     while (lease := again.next()) is not None:  # the rest of the budget goes to the other hosts
         assert lease.url != in_flight.url

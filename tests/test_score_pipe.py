@@ -8,17 +8,17 @@ from pathlib import Path
 import pytest
 from hostcrawl_cli import hostcrawl
 
-from crawler.batch_cleaner import UNSCORED_BUDGET_SHARE, UNSCORED_FLOOR, unscored_bound
-from crawler.config import CleaningConfig
-from crawler.replay import REPLAY_CLEAN_WORKERS, SCORE_LAG, replay
+from crawler.bench.replay import REPLAY_CLEAN_WORKERS, SCORE_LAG, replay
+from crawler.pages.batch_cleaner import UNSCORED_BUDGET_SHARE, UNSCORED_FLOOR, unscored_bound
+from crawler.run.crawl_config import CleaningConfig
 from crawler.testweb import TestWebConfig, TestWebProcess
 from crawler.testweb.config import graded_config
 from crawler.testweb.model import SiteModel
 from scheduler.core import HostFrontier
-from scheduler.frontier import SQLiteFrontier
 from scheduler.frontier_limits import SCORE_WAIT_LIMIT_S, FrontierLimits
 from scheduler.lease import Lease
 from scheduler.policies import PolicyConfig, make_policy
+from scheduler.sqlite_store import SQLiteFrontier
 
 
 def bounded_frontier(tmp_path: Path, policy: str, bound: int) -> tuple[HostFrontier, list[str]]:

@@ -12,8 +12,8 @@ from cleaner.quality import DEFAULT_SCORER, HIGH_QUALITY_THRESHOLD, get_scorer
 from cleaner.quality.heuristic_stats import text_stats
 from cleaner.quality.language_profiles import LanguageThresholds, profile
 from cleaner.quality.segment import segment
-from crawler.config import ConfigError, load_config
-from crawler.report import language_scores
+from crawler.run.crawl_config import ConfigError, load_config
+from crawler.run.run_report import language_scores
 from crawler.testweb.config import TestWebConfig
 from crawler.testweb.model import SiteModel
 from crawler.testweb.text import ALL_LANGUAGES, LANGUAGES

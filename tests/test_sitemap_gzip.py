@@ -8,7 +8,7 @@ import gzip
 from scrapy.http import Request, Response
 from scrapy.utils.test import get_crawler
 
-from crawler.spider import HostSpider
+from crawler.fetch.spider import HostSpider
 
 HOST = "http://h.example"
 

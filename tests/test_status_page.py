@@ -30,7 +30,7 @@ from hostcrawl_cli import HOSTCRAWL, hostcrawl
 from prometheus_client.parser import text_string_to_metric_families
 from selectolax.lexbor import LexborHTMLParser
 
-from crawler.status import one_line
+from crawler.monitor.status import one_line
 from crawler.testweb import TestWebConfig, TestWebProcess
 from scheduler.export import host_states
 

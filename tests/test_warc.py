@@ -19,7 +19,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.checker import Checker
 from warcio.recordloader import ArcWarcRecord
 
-from crawler.warc import FetchRecord, WarcWriter, recover_open_files
+from crawler.archive.warc import FetchRecord, WarcWriter, recover_open_files
 
 CAPTURE = datetime(2026, 11, 29, 19, 30, 1, 5, tzinfo=UTC)
 HTML = b"<html><body><p>Hello, archive.</p></body></html>"

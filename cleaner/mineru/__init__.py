@@ -8,7 +8,7 @@ package, nor its torch/transformers pins, is needed at run time. It needs only l
 """
 
 from cleaner.mineru.items import MAIN, OTHER, extract_blocks, extract_item_ids, extract_main_html
-from cleaner.mineru.simplify import CUTOFF_LENGTH, simplify_html
+from cleaner.mineru.mineru_simplify import CUTOFF_LENGTH, simplify_html
 
 __all__ = [
     "CUTOFF_LENGTH",

@@ -1,8 +1,8 @@
 """Page-quality scorers and language id: cleaned text -> scores in [0, 1] under versioned names."""
 
-from cleaner.quality.base import HIGH_QUALITY_THRESHOLD, QualityScorer
 from cleaner.quality.langid import DEFAULT_LANGID, Language, get_language_identifier, primary_language
-from cleaner.quality.registry import (
+from cleaner.quality.scorer_base import HIGH_QUALITY_THRESHOLD, QualityScorer
+from cleaner.quality.scorer_specs import (
     DEFAULT_SCORER,
     ScorerSpec,
     ScorerSpecError,

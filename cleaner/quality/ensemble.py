@@ -14,12 +14,12 @@ from __future__ import annotations
 import bisect
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from cleaner.quality.base import QualityScorer
+from cleaner.quality.scorer_base import QualityScorer
 
 N_BUCKETS = 20  # Nemotron-CC's integer scores 0-19
 CALIBRATION_FORMAT = "hostcrawl-nemotron-ensemble/1"
@@ -100,16 +100,22 @@ def calibrate(members: Mapping[str, str], scores: Mapping[str, Sequence[float]])
 class EnsembleScorer(QualityScorer):
     """Scores with every member, buckets each by its cut points, keeps the max; reports bucket/19."""
 
-    def __init__(self, calibration: EnsembleCalibration, name: str = "nemotron_ensemble") -> None:
-        from cleaner.quality.registry import get_scorer  # late: the registry builds ensembles too
-
+    def __init__(
+        self,
+        calibration: EnsembleCalibration,
+        build: Callable[[str], QualityScorer],
+        name: str = "nemotron_ensemble",
+    ) -> None:
+        """`build` makes a member from its spec (cleaner/quality/scorer_specs.py: get_scorer)."""
         self.name = name
         self.calibration = calibration
-        self.members = {column: get_scorer(spec) for column, spec in calibration.members.items()}
+        self.members = {column: build(spec) for column, spec in calibration.members.items()}
 
     @classmethod
-    def from_file(cls, path: Path, name: str = "nemotron_ensemble") -> EnsembleScorer:
-        return cls(EnsembleCalibration.load(path), name=name)
+    def from_file(
+        cls, path: Path, build: Callable[[str], QualityScorer], name: str = "nemotron_ensemble"
+    ) -> EnsembleScorer:
+        return cls(EnsembleCalibration.load(path), build, name=name)
 
     def buckets(self, texts: Sequence[str]) -> list[int]:
         """The ensemble's integer score 0-19 per text."""

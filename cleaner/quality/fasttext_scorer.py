@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cleaner.quality.base import QualityScorer
+from cleaner.quality.scorer_base import QualityScorer
 
 FASTTEXT_INSTALL = "pip install 'fasttext-numpy2-wheel>=0.9.2'"
 LABEL_PREFIX = "__label__"

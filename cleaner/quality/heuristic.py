@@ -14,10 +14,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from cleaner.quality.base import QualityScorer
 from cleaner.quality.heuristic_stats import ngram_char_shares, stop_word_shares, text_stats
 from cleaner.quality.langid import PackagedIdentifier
 from cleaner.quality.language_profiles import STOP_SHARE_SCALE_FRACTION, LanguageProfile, profile
+from cleaner.quality.scorer_base import QualityScorer
 from cleaner.quality.segment import SEGMENTED_LANGUAGES, segment
 
 # Each rule becomes a soft pass rate: a logistic of (value - threshold) / scale that is 0.5 at

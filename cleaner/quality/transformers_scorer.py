@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cleaner.model_source import ModelSource
-from cleaner.quality.base import QualityScorer
+from cleaner.quality.scorer_base import QualityScorer
 
 FINEWEB_EDU_MODEL = "HuggingFaceFW/fineweb-edu-classifier"
 MAX_SCORE = 5.0

@@ -48,7 +48,7 @@ class TestWebConfig:
     shared_ip_hosts: int = 0  # the hosts after those share one address in the resolver (shared hosting)
     farm_hosts: int = 0  # the last hosts are subdomains of one registered domain, farm.example
     # Well-behaved hosts whose pages carry robots directives, AI opt-outs, nofollow links, redirects to
-    # seen and trap URLs, gzipped sitemaps and tdmrep.json (crawler/testweb/directives.py).
+    # seen and trap URLs, gzipped sitemaps and tdmrep.json (crawler/testweb/directive_hosts.py).
     directives_share: float = 0.1
     # languages of the hosts (crawler/testweb/words/), drawn uniformly; () is en 70%, de/fr/es 10% each
     languages: tuple[str, ...] = ()

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import polars as pl
 
-from crawler.testweb import directives as directives_mod
+from crawler.testweb import directive_hosts as directives_mod
 from crawler.testweb import robots as robots_mod
 from crawler.testweb.config import TestWebConfig, resolve_robots_dir
 from crawler.testweb.duplicates import DUPLICATE_KINDS, TWIN_PREFIX, plant
 from crawler.testweb.graded import PAGE_KINDS, SHORT_HIGH, GradedPages, draw_hosts
 from crawler.testweb.graded_text import MEDIOCRE_TYPES
 from crawler.testweb.hostile import HOSTILE_KINDS, MIN_HOSTS_FOR_EVERY_KIND
-from crawler.testweb.site import Rendered, render
+from crawler.testweb.site import render
+from crawler.testweb.specs import HostSpec, Rendered
 from crawler.testweb.templates import CLASS_PREFIXES, FAMILIES
 from crawler.testweb.text import LANGUAGES, LOW_TYPES, Lexicon, load_lexicons
 
@@ -44,39 +43,6 @@ HIGH_KINDS = frozenset(PAGE_KINDS[: SHORT_HIGH + 1])
 def _rng(seed: int, stream: int) -> np.random.Generator:
     """One independent stream per drawn quantity, so adding a quantity changes no other."""
     return np.random.default_rng(np.random.SeedSequence([seed, stream]))
-
-
-@dataclass(slots=True)
-class HostSpec:
-    """One virtual host and its ground truth."""
-
-    name: str
-    index: int
-    kind: str
-    language: str
-    q: float
-    n_pages: int
-    n_high: int
-    hostile: str | None
-    crawl_delay: float | None
-    robots_source: str  # "generated", "missing" (404) or "real:<file name>"
-    disallow: tuple[str, ...]
-    in_links: int
-    template: str
-    class_prefix: str
-    cookie_banner: bool
-    sections: tuple[str, ...]
-    slow_delay: float = 0.0
-    retry_after: int = 1
-    badbot_group: bool = False
-    directives: bool = False  # pages carry robots directives and opt-outs (testweb/directives.py)
-
-    @property
-    def home(self) -> str:
-        return f"http://{self.name}/"
-
-    def page_path(self, j: int) -> str:
-        return f"/{self.sections[j % len(self.sections)]}/{j}.html"
 
 
 class SiteModel:
@@ -372,6 +338,6 @@ class SiteModel:
             pl.col("high").alias("high_quality"),
             pl.when(pl.col("high")).then(None).otherwise(pl.Series(low)).alias("low_type"),
             pl.Series("grade", grade),  # high, mediocre (graded webs) or junk
-            "directive",  # what the page says about itself (testweb/directives.py), or null
+            "directive",  # what the page says about itself (testweb/directive_hosts.py), or null
             "tdm_reserved",  # its host's tdmrep.json reserves it
         )

@@ -14,8 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from crawler.testweb.model import HostSpec, SiteModel
-    from crawler.testweb.site import Rendered
+    from crawler.testweb.specs import HostSpec, Rendered, SiteView
 
 POLITENESS_KINDS = (
     "robots_429",
@@ -52,7 +51,7 @@ def internal_name(spec: HostSpec) -> str:
     return f"internal-{spec.index}.example"
 
 
-def addresses(model: SiteModel) -> str:
+def addresses(model: SiteView) -> str:
     """The resolver's table, one `ADDRESS NAME` line per name."""
     first = len(model.cfg.politeness_hosts)
     shared = range(first, first + model.cfg.shared_ip_hosts)
@@ -65,9 +64,9 @@ def addresses(model: SiteModel) -> str:
     return "\n".join(lines) + "\n"
 
 
-def politeness_route(model: SiteModel, spec: HostSpec, path: str) -> Rendered | None:
+def politeness_route(model: SiteView, spec: HostSpec, path: str) -> Rendered | None:
     """The response of a politeness host, or None where it behaves like any other host."""
-    from crawler.testweb.site import Rendered
+    from crawler.testweb.specs import Rendered
 
     kind = spec.hostile
     text = {"Content-Type": "text/plain; charset=utf-8"}

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 from html import escape
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
-from crawler.testweb import directives as dx
+from crawler.testweb import directive_hosts as dx
 from crawler.testweb import hostile as hx
 from crawler.testweb.duplicates import TWIN_PREFIX
 from crawler.testweb.graded_text import MEDIOCRE_TYPES, mediocre_content, short_high_content
 from crawler.testweb.politeness_hosts import POLITENESS_KINDS, politeness_route
+from crawler.testweb.specs import Rendered
 from crawler.testweb.templates import Frame, main_html, page
 from crawler.testweb.text import Lexicon, MainContent, high_content, low_content, sentence, title_for
 
 if TYPE_CHECKING:
-    from crawler.testweb.model import HostSpec, SiteModel
+    from crawler.testweb.specs import HostSpec, SiteView
 
 HTML_TYPE = "text/html; charset=utf-8"
 TEXT_TYPE = "text/plain; charset=utf-8"
@@ -35,21 +35,6 @@ RESET_SHARE = 0.5  # pages of a `reset` host that break: half before the headers
 BINARY_SHARE = 0.5  # pages of a `binary` host served as random bytes
 
 
-@dataclass(slots=True)
-class Rendered:
-    """One response as the model sees it; `effect` names what the server adds at transport level."""
-
-    status: int
-    headers: dict[str, str]
-    body: bytes
-    label: bool | None = None  # high quality? None for pages that are not content pages
-    low_type: str | None = None
-    main_text: str = ""
-    effect: str | None = None  # ratelimit|reset|reset_early|huge_stream|huge_length|gzip_bomb
-    delay: float = 0.0
-    extra: dict[str, str] = field(default_factory=dict)
-
-
 def _html(status: int, html: str, **kw: object) -> Rendered:
     return Rendered(status, {"Content-Type": HTML_TYPE}, html.encode("utf-8"), **kw)  # type: ignore[arg-type]
 
@@ -62,7 +47,7 @@ def _text(status: int, text: str | bytes, ctype: str = TEXT_TYPE) -> Rendered:
 class _Page:
     """What every page of one host shares: lexicon, frame and the host's random choices."""
 
-    def __init__(self, model: SiteModel, spec: HostSpec, key: str) -> None:
+    def __init__(self, model: SiteView, spec: HostSpec, key: str) -> None:
         self.model, self.spec = model, spec
         self.lex: Lexicon = model.lexicons[spec.language]
         self.rng = random.Random(f"{model.cfg.seed}/{spec.name}/{key}")
@@ -93,7 +78,7 @@ class _Page:
         return page(self.frame(partners), self.lex, self.rng, title, main, head)
 
 
-def _content(model: SiteModel, spec: HostSpec, j: int) -> Rendered:
+def _content(model: SiteView, spec: HostSpec, j: int) -> Rendered:
     pg = _Page(model, spec, str(j))
     high, low_type = model.page_label(spec, j)
     copy = model.duplicate(spec, j)
@@ -131,7 +116,7 @@ def _content(model: SiteModel, spec: HostSpec, j: int) -> Rendered:
     return r
 
 
-def _copied_content(model: SiteModel, copy: tuple[str, HostSpec, int], pg: _Page) -> MainContent:
+def _copied_content(model: SiteView, copy: tuple[str, HostSpec, int], pg: _Page) -> MainContent:
     """The original's main content; a near copy gets a new title and one sentence more."""
     kind, host, j = copy
     original = _Page(model, host, str(j))
@@ -145,7 +130,7 @@ def _copied_content(model: SiteModel, copy: tuple[str, HostSpec, int], pg: _Page
     return content
 
 
-def _listing(model: SiteModel, spec: HostSpec, section: str, page_no: int) -> Rendered:
+def _listing(model: SiteView, spec: HostSpec, section: str, page_no: int) -> Rendered:
     k, si = len(spec.sections), spec.sections.index(section)
     count = (spec.n_pages - si + k - 1) // k
     n_listing = max(1, (count + LISTING_PAGE_SIZE - 1) // LISTING_PAGE_SIZE)
@@ -165,7 +150,7 @@ def _listing(model: SiteModel, spec: HostSpec, section: str, page_no: int) -> Re
     return _html(200, pg.wrap(title, main))
 
 
-def _home(model: SiteModel, spec: HostSpec) -> Rendered:
+def _home(model: SiteView, spec: HostSpec) -> Rendered:
     pg = _Page(model, spec, "home")
     ui = pg.lex.ui
     latest = range(min(HOME_LATEST, spec.n_pages))
@@ -181,14 +166,14 @@ def _home(model: SiteModel, spec: HostSpec) -> Rendered:
     return _html(200, pg.wrap(spec.name, main))
 
 
-def _thin(model: SiteModel, spec: HostSpec, key: str, title: str, links: list[str]) -> Rendered:
+def _thin(model: SiteView, spec: HostSpec, key: str, title: str, links: list[str]) -> Rendered:
     pg = _Page(model, spec, key)
     items = "".join(f'<li><a href="{p}">{escape(p)}</a></li>' for p in links)
     main = main_html(MainContent(title=title, blocks=[("p", pg.lex.ui["empty"])])) + f"<ul>{items}</ul>"
     return _html(200, pg.wrap(title, main))
 
 
-def _not_found(model: SiteModel, spec: HostSpec) -> Rendered:
+def _not_found(model: SiteView, spec: HostSpec) -> Rendered:
     r = _thin(model, spec, "404", "404", ["/"])
     r.status = 404
     return r
@@ -217,7 +202,7 @@ def _sitemap(spec: HostSpec, path: str) -> Rendered | None:
     return _text(200, f"{head}<urlset {ns}>\n{locs}</urlset>\n", XML_TYPE)
 
 
-def _route(model: SiteModel, spec: HostSpec, path: str, query: dict[str, list[str]]) -> Rendered:
+def _route(model: SiteView, spec: HostSpec, path: str, query: dict[str, list[str]]) -> Rendered:
     if path == "/robots.txt":
         body = model.robots_txt(spec)
         return _text(404, "Not Found\n") if body is None else _text(200, body)
@@ -252,7 +237,7 @@ def _route(model: SiteModel, spec: HostSpec, path: str, query: dict[str, list[st
     return _not_found(model, spec)
 
 
-def _directive_route(model: SiteModel, spec: HostSpec, path: str) -> Rendered | None:
+def _directive_route(model: SiteView, spec: HostSpec, path: str) -> Rendered | None:
     """What only directive hosts serve: gzipped sitemaps, tdmrep.json, redirects, hidden pages."""
     if path.startswith("/sitemap") and path.endswith(".xml.gz"):
         xml = _sitemap(spec, path.removesuffix(".gz"))
@@ -273,7 +258,7 @@ def _directive_route(model: SiteModel, spec: HostSpec, path: str) -> Rendered | 
 
 
 def _hostile_route(
-    model: SiteModel, spec: HostSpec, path: str, query: dict[str, list[str]]
+    model: SiteView, spec: HostSpec, path: str, query: dict[str, list[str]]
 ) -> Rendered | None:
     """Responses that exist only on hostile hosts (traps), or None to route normally."""
     kind, base = spec.hostile, f"http://{spec.name}"
@@ -303,7 +288,7 @@ def _hostile_route(
     return None
 
 
-def _hostile_after(model: SiteModel, spec: HostSpec, path: str, r: Rendered) -> Rendered:
+def _hostile_after(model: SiteView, spec: HostSpec, path: str, r: Rendered) -> Rendered:
     """Spoil an ordinary response the way the host's hostile kind does."""
     kind, h = spec.hostile, hx.page_hash(model.cfg.seed, spec.name, path)
     is_html = r.headers.get("Content-Type") == HTML_TYPE and r.effect is None and r.body
@@ -333,7 +318,7 @@ def _hostile_after(model: SiteModel, spec: HostSpec, path: str, r: Rendered) -> 
     return r
 
 
-def render(model: SiteModel, host: str, path: str) -> Rendered:
+def render(model: SiteView, host: str, path: str) -> Rendered:
     """The response to `GET http://host/path` (may carry a query), minus transport effects."""
     spec = model.host(host)
     if spec is None:

@@ -1,0 +1,184 @@
+"""One crawl = one self-describing run directory: config, WARC, text, tables, stats and report."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from scrapy.crawler import CrawlerProcess
+
+from cleaner.quality import score_column
+from crawler.archive.archived_fetch import mark_archived_in_flight
+from crawler.archive.warc import recover_open_files
+from crawler.fetch.politeness import Politeness
+from crawler.fetch.spider import HostSpider
+from crawler.pages.sinks import CHECKPOINT_META, SinkCheckpoint, cut_to_checkpoint
+from crawler.pages.tables import write_tables
+from crawler.pages.text_dedup import dedup_text
+from crawler.run.crawl_config import ConfigError, CrawlConfig, validate
+from crawler.run.plan_report import plan_section
+from crawler.run.run_report import write_report
+from crawler.run.run_stats import (
+    ATTEMPTS,
+    PRIOR_STATS_META,
+    STATS_META,
+    dumps_stats,
+    jsonable,
+    loads_stats,
+    merge_stats,
+)
+from crawler.run.settings import build_settings
+from scheduler.scrapy_scheduler import FRONTIER_FILE
+from scheduler.sqlite_store import SQLiteFrontier
+
+logger = logging.getLogger(__name__)
+
+# A distributed run (crawler/run/worker.py): RUN/workers/ID/ per worker, and which Redis and run name
+# the run's frontier is in
+WORKERS_DIR = "workers"
+RUN_FILE = "distributed.json"
+
+
+@dataclass(slots=True)
+class RunResult:
+    run_dir: Path
+    stats: dict[str, Any]
+    crawl_delays: dict[str, float]
+
+    def stat(self, key: str, default: Any = 0) -> Any:
+        return self.stats.get(key, default)
+
+    @property
+    def interrupted(self) -> bool:
+        """Stopped by SIGINT or SIGTERM (Scrapy's graceful shutdown), not finished."""
+        return self.stats.get("finish_reason") == "shutdown"
+
+
+def prepare_run_dir(run_dir: Path, ignore: frozenset[str] | set[str] = frozenset()) -> None:
+    """A run never writes into someone else's results."""
+    if run_dir.exists() and any(p.name not in ignore for p in run_dir.iterdir()):
+        raise ConfigError(
+            f"{run_dir}: run directory exists and is not empty; choose a new --out or remove it"
+        )
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def recover_run(run_dir: Path) -> dict[str, Any]:
+    """Make a stopped run's files whole again before crawling on; returns the earlier attempts' stats.
+
+    The page spool and the curated text are cut back to the frontier's last commit (see
+    crawler/pages/sinks.py): pages beyond it are still in the frontier, fetched (cleaned again) or in flight.
+    """
+    if not (run_dir / FRONTIER_FILE).exists():
+        raise ConfigError(f"{run_dir}: no {FRONTIER_FILE} here; --resume needs a hostcrawl run directory")
+    store = SQLiteFrontier(run_dir / FRONTIER_FILE)  # a foreign or corrupt file fails here, clearly
+    try:
+        store.check()  # and so does a row that is not JSON (a pickle): before anything is changed
+        recovered = recover_open_files(run_dir / "warc") if (run_dir / "warc").exists() else {}
+        for path, records in recovered.items():
+            logger.info("recovered %s with %d complete records", path, records)
+        if archived := mark_archived_in_flight(store, list(recovered)):
+            logger.info("resume: %d requests in flight are read back from their WARC records", archived)
+        cut, now = cut_to_checkpoint(run_dir, SinkCheckpoint.from_json(store.get_meta(CHECKPOINT_META)))
+        store.set_meta(CHECKPOINT_META, now.to_json())  # a second cut before any commit keeps the same pages
+        logger.info("resume: cut %d rows and %d documents of uncommitted pages", cut["rows"], cut["docs"])
+        earlier, last = store.get_meta(PRIOR_STATS_META), loads_stats(store.get_meta(STATS_META))
+        # the frontier is here, so a process ran: one killed before its first commit left no
+        # counters, and it still counts as an attempt
+        last.setdefault(ATTEMPTS, 1)
+        prior = merge_stats(loads_stats(earlier), last)
+        store.set_meta(PRIOR_STATS_META, dumps_stats(prior))
+        store.set_meta(STATS_META, "{}")
+    finally:
+        store.close()
+    return prior
+
+
+def run_crawl(
+    config: CrawlConfig,
+    run_dir: Path,
+    *,
+    progress: bool = True,
+    ignore: frozenset[str] | set[str] = frozenset(),
+    resume: bool = False,
+    status_port: int | None = None,
+    status_bind: str = "127.0.0.1",
+) -> RunResult:
+    """Crawl in this process (Scrapy's reactor runs once per process) and write the run directory."""
+    validate(config)
+    if not config.seeds:
+        raise ConfigError("no seeds: give --seeds FILE, seeds in the config, or URLs")
+    prior: dict[str, Any] = {}
+    if resume:
+        prior = recover_run(run_dir)
+    else:
+        prepare_run_dir(run_dir, ignore)
+    (run_dir / "config.toml").write_text(config.to_toml(), encoding="utf-8")
+    settings = build_settings(
+        config, run_dir, progress=progress, status_port=status_port, status_bind=status_bind
+    )
+    process = CrawlerProcess(settings)
+    crawler = process.create_crawler(HostSpider)
+    started = time.monotonic()
+    try:
+        process.crawl(crawler, seeds=config.seeds, follow_cross_host=config.fetch.follow_cross_host)
+        process.start()
+    finally:
+        wall = time.monotonic() - started
+        stats = {k: jsonable(v) for k, v in crawler.stats.get_stats().items()}
+        politeness = crawler.get_extension(Politeness)
+        delays = {h: s.delay for h, s in politeness.hosts.items()} if politeness else {}
+        stats = finish_run(run_dir, config, stats, delays, wall, prior)
+    return RunResult(run_dir, stats, delays)
+
+
+def finish_run(
+    run_dir: Path,
+    config: CrawlConfig,
+    stats: dict[str, Any],
+    crawl_delays: dict[str, float],
+    wall_seconds: float,
+    prior: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Tables, stats.json and report.md; also what a crashed run can be finished with.
+
+    `stats` are this process's; `prior` those of the run's earlier attempts. Returns the whole run's."""
+    scorers = list(config.cleaning.scorers)
+    write_tables(run_dir, scorers, crawl_delays)
+    stats["hostcrawl/wall_seconds"] = round(wall_seconds, 3)
+    frontier = run_dir / FRONTIER_FILE
+    if frontier.exists():  # the next resume folds this attempt in whole, close-time figures included
+        store = SQLiteFrontier(frontier)
+        store.set_meta(STATS_META, dumps_stats(stats))
+        store.close()
+    stats = merge_stats(prior or {}, stats)
+    stats.update(dedup_text(run_dir / "text"))  # of the whole run's text, so after the merge
+    fetched, wall = stats.get("response_received_count", 0), stats["hostcrawl/wall_seconds"]
+    stats.update(
+        {
+            "hostcrawl/pages_per_second": round(fetched / wall, 3) if wall else 0,
+            "hostcrawl/policy": stats.get("hostcrawl/policy", config.policy.name),
+            "hostcrawl/cleaner": config.cleaning.cleaner,
+            "hostcrawl/scorers": ",".join(scorers),
+        }
+    )
+    (run_dir / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n")
+    render_report(run_dir, config, stats, plan_section(run_dir, config))
+    return stats
+
+
+def render_report(
+    run_dir: Path,
+    config: CrawlConfig,
+    stats: dict[str, Any],
+    extra_sections: list[str] | None = None,
+) -> Path:
+    pages = pl.read_parquet(run_dir / "pages.parquet")
+    hosts = pl.read_parquet(run_dir / "hosts.parquet")
+    score = score_column(config.cleaning.scorers[0])
+    return write_report(run_dir, pages, hosts, stats, score, config.cleaning.threshold, extra_sections)

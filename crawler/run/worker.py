@@ -1,0 +1,156 @@
+"""A worker of a distributed run: `hostcrawl crawl --frontier redis://HOST:PORT/DB --run NAME --out RUN`.
+
+Every worker crawls in its own folder, RUN/workers/ID/, laid out like a one-process run and just as crash
+safe (its sinks' checkpoint is committed to Redis with every page it records); the frontier is the run's,
+in Redis. The first worker seeds the run (later ones queue the same seeds, refused as duplicates, and
+join). The last worker to finish merges every worker's output into RUN itself (crawler/run/worker_merge.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import re
+import socket
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from scrapy.crawler import CrawlerProcess
+
+from crawler.fetch.politeness import Politeness
+from crawler.fetch.spider import HostSpider
+from crawler.run.crawl_config import SCRAPY_SCHEDULER, ConfigError, CrawlConfig, validate
+from crawler.run.crawl_run import RUN_FILE, WORKERS_DIR, RunResult, finish_run
+from crawler.run.run_stats import jsonable
+from crawler.run.settings import build_settings
+
+logger = logging.getLogger(__name__)
+
+RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+DEFAULT_LEASE_S = 60.0  # a dead worker's leases return to the queue this long after its last renewal
+CONNECT_TIMEOUT_S = 5.0
+
+
+def add_worker_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "distributed mode",
+        "many workers, on one machine or many, crawl one run whose frontier is in Redis; each writes "
+        "RUN/workers/ID/ and the last to finish merges them into RUN (or: hostcrawl frontier merge RUN)",
+    )
+    g.add_argument("--frontier", metavar="URL", help="redis://HOST:PORT/DB: be a worker of a shared run")
+    g.add_argument("--run", dest="run_name", metavar="NAME", help="the run's name in that Redis (required)")
+    g.add_argument("--worker-id", metavar="ID", help="this worker's name (default HOSTNAME-PID-RANDOM)")
+    g.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=DEFAULT_LEASE_S,
+        help=f"a dead worker's requests go to the others this long after it stopped ({DEFAULT_LEASE_S:.0f})",
+    )
+
+
+def check_worker_args(args: argparse.Namespace, config: CrawlConfig) -> None:
+    """Every flag problem before anything is written or any worker joins."""
+    url = args.frontier
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigError(f"--frontier {url}: not a Redis URL (redis://HOST:PORT/DB)")
+    if not args.run_name or not RUN_NAME.match(args.run_name):
+        raise ConfigError("--frontier needs --run NAME (letters, digits, '.', '_', '-'; at most 64)")
+    if args.resume:
+        raise ConfigError("--resume is for one-process runs; a worker that stopped is simply started again")
+    if not args.out:
+        raise ConfigError("--frontier needs --out RUN: the run directory every worker writes into")
+    if args.worker_id is not None and not RUN_NAME.match(args.worker_id):
+        raise ConfigError(f"--worker-id {args.worker_id!r}: letters, digits, '.', '_', '-' only")
+    if args.lease_seconds < 2:
+        raise ConfigError(f"--lease-seconds {args.lease_seconds}: at least 2 seconds")
+    if config.policy.name == SCRAPY_SCHEDULER:
+        raise ConfigError(
+            "--policy scrapy is Scrapy's own one-process scheduler; pick another with --frontier"
+        )
+    import redis  # the `redis` extra: only a distributed run needs it
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT_S).ping()
+    except (redis.RedisError, ValueError) as exc:
+        raise ConfigError(f"--frontier {url}: cannot reach Redis ({exc})") from None
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def worker_settings(
+    config: CrawlConfig, worker_dir: Path, frontier_url: str, run_name: str, worker_id: str, lease_s: float
+) -> dict[str, Any]:
+    return {
+        "SCHEDULER": "scheduler.redis_scheduler.RedisHostScheduler",
+        "REDIS_URL": frontier_url,  # scrapy-redis's connection settings (REDIS_PARAMS too, via -s)
+        "REDIS_PARAMS": {"decode_responses": True, "socket_timeout": 30, "socket_connect_timeout": 10},
+        "HOSTCRAWL_REDIS_RUN": run_name,
+        "HOSTCRAWL_WORKER_ID": worker_id,
+        "HOSTCRAWL_LEASE_SECONDS": lease_s,
+        "HOSTCRAWL_WARC_PREFIX": f"hostcrawl-{worker_id}",
+    }
+
+
+def run_worker(
+    config: CrawlConfig,
+    run_dir: Path,
+    frontier_url: str,
+    run_name: str,
+    *,
+    worker_id: str | None = None,
+    lease_seconds: float = DEFAULT_LEASE_S,
+    progress: bool = True,
+    status_port: int | None = None,
+    status_bind: str = "127.0.0.1",
+) -> RunResult:
+    """Crawl as one worker of run `run_name` until the run has no work left (or is drained)."""
+    validate(config)
+    worker_id = worker_id or default_worker_id()
+    worker_dir = run_dir / WORKERS_DIR / worker_id
+    if worker_dir.exists():
+        raise ConfigError(f"{worker_dir}: a worker of this name already wrote here; pick another --worker-id")
+    worker_dir.mkdir(parents=True)
+    import redis
+
+    from scheduler.redis_frontier import RedisFrontier
+
+    client = redis.Redis.from_url(frontier_url, decode_responses=True)
+    frontier = RedisFrontier(client, run_name, lease_seconds)
+    if frontier.start(worker_id, config.fetch.max_pages, {"out": str(run_dir)}):
+        (run_dir / "config.toml").write_text(config.to_toml(), encoding="utf-8")
+        marker = {"frontier": frontier_url, "run": run_name, "lease_seconds": lease_seconds}
+        (run_dir / RUN_FILE).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+    (worker_dir / "config.toml").write_text(config.to_toml(), encoding="utf-8")
+    settings = build_settings(
+        config, worker_dir, progress=progress, status_port=status_port, status_bind=status_bind
+    )
+    settings.update(worker_settings(config, worker_dir, frontier_url, run_name, worker_id, lease_seconds))
+    process = CrawlerProcess(settings)
+    crawler = process.create_crawler(HostSpider)
+    started = time.monotonic()
+    try:
+        process.crawl(crawler, seeds=config.seeds, follow_cross_host=config.fetch.follow_cross_host)
+        process.start()
+    finally:
+        wall = time.monotonic() - started
+        stats = {k: jsonable(v) for k, v in crawler.stats.get_stats().items()}
+        politeness = crawler.get_extension(Politeness)
+        delays = {h: s.delay for h, s in politeness.hosts.items()} if politeness else {}
+        stats = finish_run(worker_dir, config, stats, delays, wall)
+    with contextlib.suppress(redis.RedisError):  # a worker that fetched nothing while the others did
+        stats["frontier/run/fetched"] = frontier.counters().get("fetched", 0)  # has not failed
+    result = RunResult(worker_dir, stats, delays)
+    if stats.get("finish_reason") != "shutdown":
+        from crawler.run.worker_merge import merge_if_last
+
+        merged = merge_if_last(run_dir, frontier, worker_id, config)
+        if merged is not None:
+            return RunResult(run_dir, merged, delays)
+    return result

@@ -1,0 +1,150 @@
+"""One run directory from many workers: RUN/workers/*/ merged into RUN's pages, hosts, stats and report.
+
+A worker that died (kill -9) never wrote its tables: its folder is first made whole as of the last page
+it committed to Redis (the same cut a one-process --resume makes; what lies beyond was requeued when its
+leases expired and fetched by another worker). WARC files and text shards are hard-linked into RUN/warc
+and RUN/text (their names carry the worker id), so RUN reads like a one-process run directory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import redis
+
+from crawler.archive.warc_files import recover_open_files
+from crawler.pages.sinks import CHECKPOINT_META, PAGES_SPOOL, SinkCheckpoint, cut_to_checkpoint
+from crawler.pages.tables import join_scheduler_states
+from crawler.run.crawl_config import ConfigError, CrawlConfig, load_config
+from crawler.run.crawl_run import RUN_FILE, WORKERS_DIR, finish_run, render_report
+from crawler.run.run_stats import STATS_META, loads_stats, merge_stats
+from scheduler.export import host_state_frame
+from scheduler.redis_frontier import RedisFrontier
+
+logger = logging.getLogger(__name__)
+
+ALIVE_S = 15.0  # a worker that has not sent its heartbeat (every second) for this long is not running
+MERGE_LOCK_S = 600
+
+
+SILENT_S = 3.0  # a worker whose heartbeat is this late may have died: the last one waits to see
+
+
+def live_workers(frontier: RedisFrontier, but: str = "") -> dict[str, float]:
+    """Workers not finished that sent a heartbeat within ALIVE_S: name -> seconds since the last one."""
+    now = time.time()
+    ages = {
+        worker: now - float(info.get("seen", 0))
+        for worker, info in frontier.workers().items()
+        if worker != but and not info.get("finished")
+    }
+    return {worker: age for worker, age in ages.items() if age < ALIVE_S}
+
+
+def merge_if_last(
+    run_dir: Path, frontier: RedisFrontier, worker: str, config: CrawlConfig
+) -> dict[str, Any] | None:
+    """The last worker to finish merges (once: a lock in Redis); the others leave it to that one.
+
+    A worker killed moments ago still looks alive for ALIVE_S: while every other unfinished worker is
+    silent, this one waits for them to be declared gone rather than leave the run unmerged.
+    """
+    try:
+        deadline = time.monotonic() + ALIVE_S
+        while live := live_workers(frontier, but=worker):
+            if min(live.values()) < SILENT_S or time.monotonic() > deadline:
+                return None  # a worker still running: it merges when it ends
+            time.sleep(0.5)
+        if frontier.pending():
+            return None
+        if not frontier.client.set(frontier.key("merge_lock"), worker, nx=True, ex=MERGE_LOCK_S):
+            return None
+        return merge_run(run_dir, frontier, config)
+    except redis.RedisError as exc:
+        logger.warning("merge skipped (%s): run `hostcrawl frontier merge %s`", exc, run_dir)
+        return None
+
+
+def frontier_of(run_dir: Path, url: str | None = None, run: str | None = None) -> RedisFrontier:
+    """The frontier a distributed run directory names in RUN/distributed.json (flags override it)."""
+    marker = run_dir / RUN_FILE
+    if not marker.is_file() and (url is None or run is None):
+        raise ConfigError(f"{marker}: not found; is {run_dir} the --out of a distributed run?")
+    saved = json.loads(marker.read_text(encoding="utf-8")) if marker.is_file() else {}
+    client = redis.Redis.from_url(url or saved["frontier"], decode_responses=True)
+    return RedisFrontier(client, run or saved["run"], float(saved.get("lease_seconds", 60.0)))
+
+
+def merge_run(run_dir: Path, frontier: RedisFrontier, config: CrawlConfig | None = None) -> dict[str, Any]:
+    config = config or load_config(run_dir / "config.toml")
+    workers = sorted(p for p in (run_dir / WORKERS_DIR).iterdir() if p.is_dir())
+    stats: dict[str, Any] = {}
+    delays: dict[str, float] = {}
+    for folder in (run_dir / "warc", run_dir / "text"):
+        folder.mkdir(exist_ok=True)
+    with (run_dir / PAGES_SPOOL).open("wb") as spool:
+        for worker_dir in workers:
+            stats = merge_stats(stats, _finish_worker(worker_dir, frontier))
+            spool.write(_complete_rows(worker_dir / PAGES_SPOOL))
+            _link_outputs(worker_dir, run_dir)
+            hosts_file = worker_dir / "hosts.parquet"
+            if hosts_file.exists():
+                for host, delay in pl.read_parquet(hosts_file, columns=["host", "crawl_delay"]).iter_rows():
+                    if delay is not None:
+                        delays[host] = max(delay, delays.get(host, 0.0))
+    for key, value in frontier.counters().items():
+        stats[f"frontier/run/{key}"] = value
+    stats["frontier/workers"] = len(workers)
+    started = float(frontier.meta().get("started", time.time()))
+    merged = finish_run(run_dir, config, stats, delays, time.time() - started)
+    hosts = pl.read_parquet(run_dir / "hosts.parquet")
+    states = host_state_frame(frontier.host_records().items(), {})
+    hosts = join_scheduler_states(hosts, states)
+    hosts.write_parquet(run_dir / "hosts.parquet")
+    render_report(run_dir, config, merged)
+    return merged
+
+
+def _finish_worker(worker_dir: Path, frontier: RedisFrontier) -> dict[str, Any]:
+    """The worker's counters; a worker that died is first cut back to its last committed page."""
+    stats_file = worker_dir / "stats.json"
+    if stats_file.exists():
+        return loads_stats(stats_file.read_text(encoding="utf-8"))
+    saved = frontier.worker_meta(worker_dir.name)
+    if (worker_dir / "warc").exists():
+        recover_open_files(worker_dir / "warc")
+    cut, _ = cut_to_checkpoint(worker_dir, SinkCheckpoint.from_json(saved.get(CHECKPOINT_META)))
+    logger.info("worker %s died: cut %d rows, %d documents", worker_dir.name, cut["rows"], cut["docs"])
+    stats = loads_stats(saved.get(STATS_META))
+    stats["frontier/worker_died"] = 1
+    return stats
+
+
+def _complete_rows(spool: Path) -> bytes:
+    if not spool.exists():
+        return b""
+    data = spool.read_bytes()
+    return data[: data.rfind(b"\n") + 1]
+
+
+def _link_outputs(worker_dir: Path, run_dir: Path) -> None:
+    for path in sorted((worker_dir / "warc").glob("*")):
+        if path.name.endswith((".warc.gz", ".cdxj")):
+            _link(path, run_dir / "warc" / path.name)
+    for path in sorted((worker_dir / "text").glob("part-*.jsonl.zst")):
+        _link(path, run_dir / "text" / f"part-{worker_dir.name}-{path.name.removeprefix('part-')}")
+
+
+def _link(source: Path, target: Path) -> None:
+    target.unlink(missing_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:  # another file system: a copy
+        shutil.copy2(source, target)
