@@ -224,6 +224,18 @@ def _decode_candidates(body: bytes, declared_encoding: str | None) -> Iterator[s
     yield html_to_unicode(None, body, auto_detect_fun=_sniff_encoding)[1]
 
 
+def mostly_utf8(text: str) -> bool:
+    """A body decoded as UTF-8 (errors replaced) that is UTF-8: its valid non-ASCII characters outnumber
+    the bytes that failed. A UTF-8 page with a few stray Latin-1 bytes keeps its accents (a U+FFFD at each
+    stray byte) instead of being read whole as Windows-1252 mojibake; legacy text almost never forms
+    valid UTF-8 sequences, so it fails this and goes to charset detection."""
+    bad = text.count("\ufffd")
+    if not bad:
+        return True
+    non_ascii = len(text) - len(text.encode("ascii", errors="ignore"))
+    return non_ascii - bad > bad
+
+
 def decode_html(body: bytes, declared_encoding: str | None = None) -> str:
     """Decode a response body whatever its charset claims; never raises."""
     if not body:
@@ -231,10 +243,9 @@ def decode_html(body: bytes, declared_encoding: str | None = None) -> str:
     # Valid UTF-8 with non-ASCII bytes is UTF-8 whatever the label says (legacy text almost never
     # validates); NULs mean UTF-16/32, and pure ASCII may be a 7-bit encoding such as ISO-2022-JP.
     if not body.isascii() and b"\x00" not in body[:UTF8_PROBE_BYTES] and read_bom(body)[0] is None:
-        try:
-            return body.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
+        text = body.decode("utf-8", errors="replace")
+        if mostly_utf8(text):
+            return text
     best: str | None = None
     try:
         for text in _decode_candidates(body, declared_encoding):

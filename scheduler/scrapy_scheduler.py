@@ -19,7 +19,7 @@ from scheduler.policies import PolicyConfig, make_policy
 from scheduler.queue_window import MEMORY_URLS
 from scheduler.resume import load_frontier
 from scheduler.sqlite_store import SQLiteFrontier, decode_meta, encode_meta
-from scheduler.urls import canonical
+from scheduler.urls import canonical, redirected_back
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -158,6 +158,10 @@ class HostScheduler:
             if not old.ended:  # sent back before the network (its robots.txt said "not now")
                 self.frontier.fetch_ended(old, False, 0.0)
             self.frontier.retire(old)  # a retry or redirect of a request we handed out
+        if old is not None and redirected_back(request.url, request.meta.get("redirect_urls", ())):
+            for key in ("frontier/dropped/redirect_loop", "redirect/dropped/redirect_loop"):
+                self.stats.inc_value(key)
+            return False
         # Only a retry (the same URL again) skips dedup and trap checks. Scrapy copies `dont_filter`
         # onto a redirect, but a redirect names a new URL: it is checked like any discovered link.
         redirect = old is not None and canonical(request.url) != canonical(old.url)

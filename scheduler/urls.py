@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
@@ -19,6 +20,14 @@ CANONICAL_CACHE = 1 << 16  # navigation links repeat on every page of a host: mo
 DIGIT_RUNS = re.compile(r"\d+")
 WORDS = re.compile(r"[^\W\d_]+")
 REPEATED_WORDS = re.compile(r"(?:a[-_+])+a")  # slugs of any length look alike
+
+
+def redirected_back(url: str, chain: Sequence[str]) -> bool:
+    """A redirect to a URL its own chain has fetched (`redirect_urls`): to itself (a self-redirect or an
+    empty Location) or around a loop. Without cookies (hostcrawl sends none) fetching it again can only
+    redirect the same way, so it is not queued."""
+    target = canonical(url)
+    return any(canonical(u) == target for u in chain)
 
 
 @functools.lru_cache(maxsize=CANONICAL_CACHE)

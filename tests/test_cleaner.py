@@ -130,6 +130,8 @@ def test_huge_input_is_cut_to_the_byte_cap_on_a_character_boundary() -> None:
         ("<p>日本語のテキストです。</p>".encode("shift_jis"), "shift_jis", "日本語"),
         ("<p>日本語のテキストです。</p>".encode("shift_jis"), "utf-8", "<p>"),
         ("<p>hello</p>".encode("utf-16"), "utf-8", "hello"),
+        ("<p>café naïve résumé</p>".encode() + b"<p>one stray \xe9 byte</p>", "utf-8", "café naïve résumé"),
+        ("<p>café naïve résumé</p>".encode() + b"<p>one stray \xe9 byte</p>", None, "café naïve résumé"),
         (b"<p>plain ascii</p>", "no-such-charset", "plain ascii"),
         (bytes(range(256)) * 4, "utf-8", ""),
         (b"", None, ""),
@@ -184,3 +186,22 @@ def test_every_registered_cleaner_keeps_the_article_and_survives_garbage(name: s
     for html in GARBAGE:
         result = cleaner.clean(html, "http://broken.example/")
         assert result is None or isinstance(result, CleanedPage)
+
+
+def test_a_utf8_page_with_a_few_stray_latin1_bytes_keeps_its_text_and_its_accents(cleaner: Cleaner) -> None:
+    """It was read whole as Windows-1252 (every accent mojibake: "cafÃ©") or dropped as bad_encoding."""
+    paragraphs = "".join(
+        f"<p>Paragraph {i}: the café by the river serves a crème brûlée to every naïve visitor of the valley "
+        f"town, and the old bridge keeps its résumé of floods.</p>"
+        for i in range(12)
+    )
+    body = f'<html><head><meta charset="utf-8"><title>Café</title></head><body><article>{paragraphs}'
+    body = (
+        body.encode()
+        .replace(b"Paragraph 3:", b"Paragraph 3 \xe9t\xe9:")
+        .replace(b"Paragraph 8:", b"Paragraph 8 \xfc:")
+    )
+    text = decode_html(body + b"</article></body></html>", "utf-8")
+    assert text.count("\ufffd") == 3 and "Ã" not in text
+    page = cleaner.clean(text)
+    assert page is not None and "crème brûlée" in page.text and "Ã" not in page.text

@@ -211,3 +211,26 @@ def test_a_link_to_the_same_host_on_a_closed_port_costs_only_that_link(
     assert stats.get("robotstxt/origin_unavailable", 0) >= 1
     state = pl.read_parquet(run / "hosts.parquet").filter(pl.col("host") == "site.test")["state"].item()
     assert state != "blocked"
+
+
+def test_a_self_redirect_and_an_empty_location_are_fetched_once(
+    server: HostileServer, tmp_path: Path
+) -> None:
+    """Both used to be fetched six times (the redirect limit): a redirect back to its own URL."""
+    host = "loops.test"
+    server.route(
+        host, "/", answer(200, html_page(host, ["/self", "/empty", "/fine.html"]), Content_Type=HTML)
+    )
+    server.route(host, "/self", answer(301, b"", Location="/self"))
+    server.route(host, "/empty", answer(302, b"", Location=""))
+    server.route(host, "*", answer(200, html_page(host), Content_Type=HTML))
+    config = _hosts_config(tmp_path, host)
+    run = tmp_path / "run"
+    seeds = [f"http://{host}:{server.port}/"]
+    done = hostcrawl(*_crawl(run, *seeds, "--config", str(config), "--allow-private"), timeout=CRAWL_BOUND_S)
+    assert done.returncode == 0, done.stderr[-2000:]
+    paths = [h.path for h in server.requests_to(host)]
+    assert paths.count("/self") == 1 and paths.count("/empty") == 1, paths
+    assert "/fine.html" in paths
+    stats = json.loads((run / "stats.json").read_text())
+    assert stats["redirect/dropped/redirect_loop"] == 2

@@ -91,3 +91,15 @@ def test_redirects_are_checked_like_links_and_retries_are_not(tmp_path: Path) ->
     assert _stat(scheduler, "frontier/dropped/redirect_loop") == 1  # the chain came back to its start
     assert _stat(scheduler, "redirect/dropped/redirect_loop") == 1
     scheduler.close("finished")
+
+
+def test_a_redirect_to_itself_is_not_queued_again(tmp_path: Path) -> None:
+    """A self-redirect (or an empty Location, which Scrapy resolves to the same URL) used to be fetched
+    again until the redirect limit: six fetches of one URL. Without cookies it can only redirect again."""
+    scheduler = _scheduler(tmp_path)
+    assert scheduler.enqueue_request(Request("http://a.example/self"))
+    home = _fetch_all(scheduler)["http://a.example/self"]
+    assert not scheduler.enqueue_request(_redirect(home, "http://a.example/self"))
+    assert _stat(scheduler, "redirect/dropped/redirect_loop") == 1
+    assert _fetch_all(scheduler) == {}
+    scheduler.close("finished")
