@@ -7,9 +7,9 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from w3lib.url import canonicalize_url
+from w3lib.url import canonicalize_url, url_query_cleaner
 
 MAX_PATH_DEPTH = 12  # real sites rarely nest deeper; calendars and session paths do
 MAX_SEGMENT_REPEATS = 3  # /a/b/a/b/a/b... is a relative-link loop
@@ -30,10 +30,42 @@ def redirected_back(url: str, chain: Sequence[str]) -> bool:
     return any(canonical(u) == target for u in chain)
 
 
+# Session identifiers that servers put in URLs when a client takes no cookies (hostcrawl takes none):
+# each response links every page again under a new id, so one site becomes endless copies of itself.
+SESSION_PARAMS = frozenset(
+    {"jsessionid", "phpsessid", "sessionid", "session_id", "sessid", "oscsid", "zenid"}
+)
+SESSION_PREFIXES = ("aspsessionid", "cfid", "cftoken")
+TOKEN_SID = re.compile(r"[0-9a-fA-F]{16,}")  # `sid` is a session only as a long hex token (phpBB's)
+SESSION_PATH_PARAM = re.compile(r";(?:jsessionid|sessionid|phpsessid)=[^/?#;]*", re.IGNORECASE)
+SESSION_HINT = re.compile(r"sess|sid|cfid|cftoken|zenid", re.IGNORECASE)
+
+
+def _session_param(name: str, value: str) -> bool:
+    key = name.lower()
+    if key == "sid":
+        return TOKEN_SID.fullmatch(value) is not None
+    return key in SESSION_PARAMS or key.startswith(SESSION_PREFIXES)
+
+
+def without_session_ids(url: str) -> str:
+    """The URL without the session ids a server wrote into it (`;jsessionid=...` in the path,
+    `PHPSESSID=`, `sid=<hex>` and the like in the query): the page they stand for is the same page."""
+    if not SESSION_HINT.search(url):
+        return url
+    parts = urlsplit(url)
+    path = SESSION_PATH_PARAM.sub("", parts.path)
+    found = {k for k, v in parse_qsl(parts.query, keep_blank_values=True) if _session_param(k, v)}
+    if path == parts.path and not found:
+        return url
+    url = urlunsplit(parts._replace(path=path))
+    return url_query_cleaner(url, sorted(found), remove=True, keep_fragments=True) if found else url
+
+
 @functools.lru_cache(maxsize=CANONICAL_CACHE)
 def canonical(url: str) -> str:
-    """One spelling per page: sorted query, no fragment, normalised percent-encoding."""
-    return canonicalize_url(url, keep_fragments=False)
+    """One spelling per page: no session ids, sorted query, no fragment, normalised percent-encoding."""
+    return canonicalize_url(without_session_ids(url), keep_fragments=False)
 
 
 @functools.lru_cache(maxsize=CANONICAL_CACHE)

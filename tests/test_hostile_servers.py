@@ -15,6 +15,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from aiohttp import web
 from hostcrawl_cli import HOSTCRAWL, hostcrawl
 from hostile_server import HostileServer, answer, html_page
 from warcio.archiveiterator import ArchiveIterator
@@ -234,3 +235,28 @@ def test_a_self_redirect_and_an_empty_location_are_fetched_once(
     assert "/fine.html" in paths
     stats = json.loads((run / "stats.json").read_text())
     assert stats["redirect/dropped/redirect_loop"] == 2
+
+
+def test_session_ids_in_every_link_do_not_turn_a_site_into_copies_of_itself(
+    server: HostileServer, tmp_path: Path
+) -> None:
+    """Each response links every page again under a new ;jsessionid= (a server that sees no cookie):
+    the crawl spent 149 of 150 pages on copies of 11 pages. Now each page is fetched once."""
+    host = "sessions.test"
+    counter = itertools.count()
+
+    async def page(request: web.BaseRequest) -> web.StreamResponse:
+        session = f"{next(counter):08X}"
+        links = [f"/p/{i}.html;jsessionid={session}" for i in range(10)]
+        return web.Response(body=html_page(host, links).encode(), content_type="text/html", charset="utf-8")
+
+    server.route(host, "*", page)
+    config = _hosts_config(tmp_path, host)
+    run = tmp_path / "run"
+    seeds = [f"http://{host}:{server.port}/"]
+    crawl = _crawl(run, *seeds, "--config", str(config), "--allow-private", min_delay=0.05, max_pages=40)
+    done = hostcrawl(*crawl, timeout=CRAWL_BOUND_S)
+    assert done.returncode == 0, done.stderr[-2000:]
+    pages = [h.path for h in server.requests_to(host) if h.path.startswith("/p/")]
+    assert sorted(pages) == sorted({p.split(";")[0] for p in pages}), pages  # each page once
+    assert len(pages) == 10

@@ -271,6 +271,24 @@ def test_canonical_duplicates_and_traps_are_refused_with_reasons(tmp_path: Path)
     assert TrapGuard().reason(canonical("http://a.example/ok/page.html")) is None
 
 
+def test_session_ids_in_urls_name_the_same_page(tmp_path: Path) -> None:
+    """A server that writes a session id into every link (no cookies taken) makes endless copies of
+    each page: the copies are one URL, and ids that are part of a page's name are kept."""
+    frontier, _ = make_frontier(tmp_path, "bfs", budget=10)
+    assert frontier.add("http://a.example/p/1.html", 1) is None
+    for copy in (
+        "http://a.example/p/1.html;jsessionid=0A1B2C3D4E",
+        "http://a.example/p/1.html;JSESSIONID=ffff?PHPSESSID=9",
+        "http://a.example/p/1.html?sid=0123456789abcdef0123456789abcdef",
+        "http://a.example/p/1.html?osCsid=x1&ASPSESSIONIDQQ=y2",
+    ):
+        assert frontier.add(copy, 1) == "duplicate", copy
+    assert canonical("http://a.example/shop?osCsid=x&cPath=3") == "http://a.example/shop?cPath=3"
+    # a story id (not a hex token) and words that only contain "session" are the page's own name
+    assert "sid=05" in canonical("http://a.example/article.pl?sid=05/01/01/1234")
+    assert canonical("http://a.example/session-notes.html") == "http://a.example/session-notes.html"
+
+
 def test_frontier_survives_reopening_with_in_flight_urls_requeued(tmp_path: Path) -> None:
     frontier, _ = make_frontier(tmp_path, "bfs", budget=100)
     seed_hosts(frontier, {"a.example": 0.5, "b.example": 0.5}, pages=10)
