@@ -32,6 +32,7 @@ INTSET_ENTRIES = 4096  # asked of the server at seeding, so buckets stay intsets
 QUEUE_CAP = 50_000  # URLs queued per host
 KEY_PREFIX = "hostcrawl:"
 UNSCORED = "unscored"  # key CLAIM adds to a host record: its fetched pages whose leases are not done
+PARK_HORIZON_S = 600.0  # HOSTCRAWL_BACKOFF_MAX's default, as the SQLite frontier's park_horizon
 
 
 @dataclass(slots=True)
@@ -124,13 +125,20 @@ class RedisFrontier:
     """One run's shared frontier. `run` names it; many runs can share one Redis database."""
 
     def __init__(
-        self, client: redis.Redis, run: str, lease_seconds: float = 60.0, group_limit: int = 1
+        self,
+        client: redis.Redis,
+        run: str,
+        lease_seconds: float = 60.0,
+        group_limit: int = 1,
+        park_horizon: float = PARK_HORIZON_S,
     ) -> None:
         self.client = client
         self.run = run
         self.prefix = f"{KEY_PREFIX}{run}:"
         self.lease_ms = int(lease_seconds * 1000)
         self.group_limit = group_limit  # requests in flight per politeness group in the run (0: no limit)
+        # a host waiting longer than this (Retry-After: 3600, robots.txt down) keeps no worker running
+        self.park_horizon_ms = int(park_horizon * 1000)
         self.scripts = {name: client.register_script(lua) for name, lua in SCRIPTS.items()}
 
     def key(self, name: str) -> str:
@@ -333,16 +341,21 @@ class RedisFrontier:
         return int(self.client.hget(self.key("counters"), "explore_fetches") or 0)
 
     def pending(self) -> bool:
-        """Work anywhere in the run: queued hosts (ready or waiting) or leases some worker holds."""
+        """Work anywhere in the run: queued hosts (ready, or waiting within the park horizon) or leases
+        some worker holds."""
         if self.draining():
             return bool(self.client.zcard(self.key("leases")))
         budget = self.budget()
         spent = int(self.client.hget(self.key("counters"), "spent") or 0)
         if budget and spent >= budget:  # only what dead workers held is still to be fetched
             return bool(self.client.zcard(self.key("leases")) or self.client.hlen(self.key("urgent")))
+        seconds, micros = self.client.time()  # the scripts' clock (ready times are Redis TIME, ms)
+        horizon = int(seconds) * 1000 + int(micros) // 1000 + self.park_horizon_ms
         pipe = self.client.pipeline(transaction=False)
-        for name in ("eligible", "eligible_new", "waiting", "dormant", "dormant_waiting", "leases"):
+        for name in ("eligible", "eligible_new", "dormant", "leases"):
             pipe.zcard(self.key(name))
+        for name in ("waiting", "dormant_waiting"):  # parked beyond the horizon: not worth staying for
+            pipe.zcount(self.key(name), "-inf", horizon)
         pipe.hlen(self.key("busy"))
         return any(pipe.execute())
 

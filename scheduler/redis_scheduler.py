@@ -69,6 +69,7 @@ class RedisHostScheduler(HostScheduler):
             settings["HOSTCRAWL_REDIS_RUN"],
             settings.getfloat("HOSTCRAWL_LEASE_SECONDS", 60.0),
             self.limits.concurrency_per_group,
+            self.limits.park_horizon,
         )
         self.slots = max(1, settings.getint("CONCURRENT_REQUESTS"))
         self.guard = TrapGuard()

@@ -260,3 +260,35 @@ def test_session_ids_in_every_link_do_not_turn_a_site_into_copies_of_itself(
     pages = [h.path for h in server.requests_to(host) if h.path.startswith("/p/")]
     assert sorted(pages) == sorted({p.split(";")[0] for p in pages}), pages  # each page once
     assert len(pages) == 10
+
+
+def test_a_robots_txt_down_for_a_while_costs_its_host_a_pause_not_the_run(
+    server: HostileServer, tmp_path: Path
+) -> None:
+    """robots.txt answering 500 for a while used to get its host blocked for the whole run after four
+    tries. Now the host is parked and tried again while the crawl goes on (here backoff_max is 1 s, so
+    the pauses are 2 s and 4 s; 20 minutes and more by default), and its pages are crawled once
+    robots.txt is back. It answers 500 five times, one more than the attempts before parking."""
+    answers = itertools.count()
+
+    async def robots(request: web.BaseRequest) -> web.StreamResponse:
+        if next(answers) < 5:
+            return web.Response(status=500, text="maintenance")
+        return web.Response(text="User-agent: *\nAllow: /\n")
+
+    server.route("flaky.test", "/robots.txt", robots)
+    for host, pages in (("flaky.test", 3), ("busy.test", 40)):
+        links = [f"/page-{i}.html" for i in range(pages)]
+        server.route(host, "*", answer(200, html_page(host, links), Content_Type=HTML))
+    config = _hosts_config(tmp_path, "flaky.test", "busy.test", backoff_base=0.5, backoff_max=1.0)
+    run = tmp_path / "run"
+    seeds = [f"http://{h}:{server.port}/" for h in ("flaky.test", "busy.test")]
+    crawl = _crawl(run, *seeds, "--config", str(config), "--allow-private", min_delay=0.4, max_pages=60)
+    done = hostcrawl(*crawl, timeout=CRAWL_BOUND_S)
+    assert done.returncode == 0, done.stderr[-2000:]
+    robots_hits = [h for h in server.requests_to("flaky.test") if h.path == "/robots.txt"]
+    assert len(robots_hits) == 6, "robots.txt was not tried again after the first four failures"
+    pages = {h.path for h in server.requests_to("flaky.test")} - {"/robots.txt"}
+    assert {"/", "/page-0.html"} <= pages, pages
+    stats = json.loads((run / "stats.json").read_text())
+    assert stats["robotstxt/parked"] >= 1 and "host/blocked/robots_unavailable" not in stats

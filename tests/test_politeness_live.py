@@ -111,13 +111,15 @@ def test_robots_429_means_not_now_and_is_retried_after_retry_after(crawl: Crawl)
     assert crawl.stats.get("robotstxt/unavailable/http_429", 0) == ROBOTS_429_TIMES
 
 
-def test_unreachable_robots_is_retried_then_the_host_is_blocked(crawl: Crawl) -> None:
+def test_unreachable_robots_is_retried_then_the_host_is_parked(crawl: Crawl) -> None:
     rows = crawl.requests_to("robots_timeout")
     assert set(rows["path"].to_list()) == {"/robots.txt"}
-    assert rows.height == ROBOTS_ATTEMPTS, "robots.txt is tried a few times, then the host is given up"
+    assert rows.height == ROBOTS_ATTEMPTS, "robots.txt is tried a few times, then the host is put aside"
     starts, ends = rows["ts_start"].to_list(), rows["ts_end"].to_list()
     assert all(b - a >= 0.9 for a, b in zip(ends, starts[1:], strict=False)), "retried without backoff"
-    assert crawl.stats.get("host/blocked/robots_unavailable", 0) == 2  # this host and robots_5xx's
+    # parked beyond backoff_max (tried again later in a longer crawl), not blocked for the run
+    assert crawl.stats.get("robotstxt/parked", 0) == 2  # this host and robots_5xx's
+    assert "host/blocked/robots_unavailable" not in crawl.stats
     assert crawl.stats.get("robotstxt/unavailable/timeout", 0) == ROBOTS_ATTEMPTS
 
 

@@ -44,6 +44,18 @@ def test_a_host_waits_its_delay_before_any_worker_fetches_it_again(frontier: Red
     assert again.request is not None and again.request.url == "http://a.example/2"
 
 
+def test_a_host_parked_beyond_the_horizon_keeps_no_worker_running(frontier: RedisFrontier) -> None:
+    """Retry-After: 3600 or a robots.txt down: workers end (the host keeps its queue for a resume),
+    as the SQLite frontier does; a host within the horizon is still worth staying for."""
+    frontier.enqueue(urls(("a.example", "/1"), ("a.example", "/2")))
+    (lease,) = frontier.claim(1, "w1", 0)
+    frontier.fetch_ended(lease.lease_id, 3600.0, fetched=True)
+    frontier.done(lease.lease_id, "w1")
+    assert not frontier.pending()
+    patient = RedisFrontier(frontier.client, frontier.run, lease_seconds=30.0, park_horizon=7200.0)
+    assert patient.pending()
+
+
 def test_a_url_found_after_its_host_ran_dry_still_waits_for_the_delay(frontier: RedisFrontier) -> None:
     frontier.enqueue(urls(("a.example", "/1")))
     (lease,) = frontier.claim(1, "w1", 0)

@@ -3,7 +3,8 @@
 Answers (RFC 9309 §2.3.1): 2xx, its rules apply (crawler/fetch/robots_rules.py); 4xx other than 429, no
 rules; 429, 5xx and network errors, "disallow for now": the host is parked until the retry time
 (exponential backoff, at least Retry-After) and its requests go back to the frontier; after
-`HOSTCRAWL_ROBOTS_ATTEMPTS` unavailable answers in a row the host is blocked. A robots.txt that
+`HOSTCRAWL_ROBOTS_ATTEMPTS` unavailable answers in a row the host is parked beyond backoff_max (tried
+again later in a long crawl, named `parked` when a crawl ends without it). A robots.txt that
 disallows everything blocks its host: the frontier then drops its queue at once.
 """
 
@@ -69,6 +70,7 @@ class RobotsPolicy:
         self.attempts = settings.getint("HOSTCRAWL_ROBOTS_ATTEMPTS", 4)
         self.backoff_base = settings.getfloat("HOSTCRAWL_BACKOFF_BASE")
         self.backoff_max = settings.getfloat("HOSTCRAWL_BACKOFF_MAX")
+        self.max_park = settings.getfloat("HOSTCRAWL_MAX_PARK", 6 * 3600.0)
         self.entries: dict[str, RobotsEntry] = {}
         self.waiting: dict[str, list[Deferred[RobotsEntry]]] = {}  # requests waiting for a fetch
         crawler.signals.connect(self.restore, signal=politeness_restored)
@@ -215,11 +217,15 @@ class RobotsPolicy:
         failures = previous.failures + 1 if previous is not None and previous.unavailable else 1
         self.stats.inc_value(f"robotstxt/unavailable/{reason}")
         wait = min(self.backoff_max, self.backoff_base * 2 ** (failures - 1))
+        if failures >= self.attempts and not self._other_origin_readable(origin_netloc, host):
+            # Given up for now, not for good: parked beyond backoff_max (a finished crawl does not wait
+            # for it, and names it `parked`), tried again after twice as long each time while the crawl
+            # goes on, up to max_park. An outage of a minute no longer costs the host the whole run.
+            wait = min(self.max_park, self.backoff_max * 2 ** (failures - self.attempts + 1))
+            self.stats.inc_value("robotstxt/parked")
         wait = max(wait, retry_after or 0.0)
         politeness = self.crawler.get_extension(Politeness)
         ready_at = max(time.monotonic() + wait, politeness.host(host).ready_at if politeness else 0.0)
-        if failures >= self.attempts and not self._other_origin_readable(origin_netloc, host):
-            self._block(host, "robots_unavailable")
         logger.info("robots.txt of %s unavailable (%s, try %d): retry in %.1fs", host, reason, failures, wait)
         return RobotsEntry(RobotsRules(DISALLOW_ALL, self.user_agent), ready_at, True, failures)
 

@@ -39,16 +39,16 @@ class PolitenessConfig:
     min_delay: float = 1.0  # seconds between two requests to one host, before robots' Crawl-delay
     max_crawl_delay: float = 60.0  # hosts asking for a longer Crawl-delay are skipped, not rushed
     per_host_concurrency: int = 1
-    group_concurrency: int = (
-        1  # in flight per group of hosts sharing an IP or a registered domain; 0: no limit
-    )
+    group_concurrency: int = 1  # in flight per group of hosts sharing an IP or registered domain; 0: none
     obey_robots: bool = True
     allow_private: bool = False  # loopback/private/link-local targets are refused unless set
     backoff_base: float = 2.0  # first wait after a 429/503 without Retry-After
     backoff_max: float = 600.0
     max_park: float = 6 * 3600.0  # Retry-After beyond backoff_max parks a host this long at most, then blocks
     breaker_failures: int = 6  # timeouts/connection failures in a row that block a host
-    robots_attempts: int = 4  # robots.txt answers 429/5xx or is unreachable this often in a row: host blocked
+    robots_attempts: int = (
+        4  # robots.txt 429/5xx/unreachable this often in a row: host parked (retried later)
+    )
     robots_ttl: float = 24 * 3600.0  # a cached robots.txt is fetched again after this long (RFC 9309)
     address_ttl: float = 300.0  # seconds a host's address verdict is kept
     hosts_file: str | None = None  # /etc/hosts-style NAME -> ADDRESS overrides, consulted before DNS
