@@ -280,6 +280,15 @@ class RedisFrontier:
         data = json.loads(raw) if raw else {}
         return data if isinstance(data, dict) else {}
 
+    def parked_hosts(self) -> list[str]:
+        """Hosts with URLs queued that wait beyond the park horizon (what `pending` does not count)."""
+        seconds, micros = self.client.time()
+        horizon = int(seconds) * 1000 + int(micros) // 1000 + self.park_horizon_ms
+        names: list[str] = []
+        for name in ("waiting", "dormant_waiting"):
+            names += [str(h) for h in self.client.zrangebyscore(self.key(name), f"({horizon}", "+inf")]
+        return sorted(names)
+
     def host_records(self) -> dict[str, dict[str, Any]]:
         """Every host's shared record (a SCAN: for reports and status, not the crawl's hot path)."""
         keys = list(self.client.scan_iter(match=self.key("host:*"), count=1000))

@@ -51,9 +51,9 @@ def test_a_host_parked_beyond_the_horizon_keeps_no_worker_running(frontier: Redi
     (lease,) = frontier.claim(1, "w1", 0)
     frontier.fetch_ended(lease.lease_id, 3600.0, fetched=True)
     frontier.done(lease.lease_id, "w1")
-    assert not frontier.pending()
+    assert not frontier.pending() and frontier.parked_hosts() == ["a.example"]
     patient = RedisFrontier(frontier.client, frontier.run, lease_seconds=30.0, park_horizon=7200.0)
-    assert patient.pending()
+    assert patient.pending() and patient.parked_hosts() == []
 
 
 def test_a_url_found_after_its_host_ran_dry_still_waits_for_the_delay(frontier: RedisFrontier) -> None:

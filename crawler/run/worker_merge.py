@@ -26,6 +26,7 @@ from crawler.run.crawl_config import ConfigError, CrawlConfig, load_config
 from crawler.run.crawl_run import RUN_FILE, WORKERS_DIR, finish_run, render_report
 from crawler.run.run_stats import STATS_META, loads_stats, merge_stats
 from scheduler.export import host_state_frame
+from scheduler.hosts import PARKED
 from scheduler.redis_frontier import RedisFrontier
 
 logger = logging.getLogger(__name__)
@@ -102,10 +103,19 @@ def merge_run(run_dir: Path, frontier: RedisFrontier, config: CrawlConfig | None
     for key, value in frontier.counters().items():
         stats[f"frontier/run/{key}"] = value
     stats["frontier/workers"] = len(workers)
+    parked = frontier.parked_hosts()  # their URLs stay queued in Redis for a later worker
+    if parked:
+        stats["frontier/parked_at_end"] = len(parked)
     started = float(frontier.meta().get("started", time.time()))
     merged = finish_run(run_dir, config, stats, delays, time.time() - started)
     hosts = pl.read_parquet(run_dir / "hosts.parquet")
     states = host_state_frame(frontier.host_records().items(), {})
+    states = states.with_columns(
+        pl.when(pl.col("host").is_in(parked) & pl.col("drop_reason").is_null())
+        .then(pl.lit(PARKED))
+        .otherwise(pl.col("drop_reason"))
+        .alias("drop_reason")
+    )
     hosts = join_scheduler_states(hosts, states)
     hosts.write_parquet(run_dir / "hosts.parquet")
     render_report(run_dir, config, merged)
