@@ -12,7 +12,7 @@ from typing import Any
 from analytics.schema import SchemaError
 from analytics.study import DEFAULT_SEED, DEFAULT_THRESHOLD, STUDY_ORDER, InputError, Inputs, Output
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 STUDY_EPILOG = """\
 examples:
   hostcrawl study synth --hosts 100000 --out data/synth      generated data in Common Crawl's schemas
@@ -226,16 +226,19 @@ def resolve_inputs(args: argparse.Namespace) -> Inputs:
 
 def check_not_empty(name: str, inputs: Inputs) -> None:
     """A study of no pages would print a report of nothing (or fail inside a plot): say so instead."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from analytics.schema import parquet_files
 
     if "pages" not in NEEDS[name] or inputs.pages is None:
         return
-    try:
-        rows = sum(pq.ParquetFile(path).metadata.num_rows for path in parquet_files(inputs.pages))
-    except OSError as exc:
-        raise InputError(f"{inputs.pages}: not a readable parquet file ({exc})") from None
+    rows = 0
+    for path in parquet_files(inputs.pages):
+        try:
+            rows += pq.ParquetFile(path).metadata.num_rows
+        except (OSError, pa.ArrowInvalid) as exc:  # not parquet at all: ArrowInvalid
+            raise InputError(f"{path}: not a readable parquet file ({exc})") from None
     if rows == 0:
         raise InputError(f"{inputs.pages}: the pages table has no rows; there is nothing to study")
 
@@ -312,9 +315,11 @@ def _out_root(args: argparse.Namespace) -> Path:
 
 
 def cmd_study(args: argparse.Namespace) -> int:
+    import duckdb
+
+    out_root = _out_root(args)
     try:
         inputs = resolve_inputs(args)
-        out_root = _out_root(args)
         if args.study == "all":
             done = run_all(inputs, out_root, args)
             if not done:
@@ -325,6 +330,9 @@ def cmd_study(args: argparse.Namespace) -> int:
     except (SchemaError, InputError) as exc:
         _say(f"error: {exc}")
         return EXIT_USAGE
+    except (KeyboardInterrupt, duckdb.InterruptException):  # DuckDB's own, for Ctrl-C inside a query
+        _say(f"interrupted: the running study's outputs in {out_root} are incomplete; run it again")
+        return EXIT_INTERRUPTED
     _say(f"done -> {out_root} (assemble with `hostcrawl report {out_root}`)")
     return EXIT_OK
 

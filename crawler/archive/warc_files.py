@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 from cdxj_indexer.main import write_cdx_index
 from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordloader import ArcWarcRecord
 
 OPEN_SUFFIX = ".open"
@@ -166,6 +167,16 @@ def add_index_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_index)
 
 
+def not_a_warc(path: Path) -> str | None:
+    """Why `path` is not a WARC file (its first record does not parse), or None when it is one."""
+    try:
+        with path.open("rb") as fh:
+            first = next(iter(ArchiveIterator(fh)), None)
+    except (ArchiveLoadFailed, OSError, EOFError, ValueError, zlib.error) as exc:
+        return str(exc).splitlines()[0][:120] or type(exc).__name__
+    return "empty" if first is None else None
+
+
 def cmd_index(args: argparse.Namespace) -> int:
     from crawler.run.crawl_config import ConfigError
 
@@ -176,9 +187,15 @@ def cmd_index(args: argparse.Namespace) -> int:
     warcs = sorted(folder.glob(f"*{WARC_SUFFIX}"))
     if not warcs:
         raise ConfigError(f"{folder}: no *{WARC_SUFFIX} files to index")
+    for warc in warcs:  # every file is a WARC, or nothing is indexed
+        if (problem := not_a_warc(warc)) is not None:
+            raise ConfigError(f"{warc}: not a WARC file ({problem}); move it out of {folder} and run again")
     records = 0
     for warc in warcs:
-        index = write_cdxj(warc)
+        try:
+            index = write_cdxj(warc)
+        except (ArchiveLoadFailed, OSError, EOFError, ValueError, zlib.error) as exc:
+            raise ConfigError(f"{warc}: damaged after its first record ({exc}); not indexed") from exc
         with index.open(encoding="utf-8") as fh:
             records += sum(1 for _ in fh)
     unfinished = len(list(folder.glob(f"*{OPEN_SUFFIX}")))
