@@ -18,14 +18,13 @@ from crawler.run.crawl_config import (
     POLICY_NAMES,
     ConfigError,
     CrawlConfig,
-    check_seed,
     default_run_dir,
     load_config,
-    load_seeds,
     proxy_problem,
     table_problem,
     validate,
 )
+from crawler.run.seed_urls import check_seed, load_seeds
 from scheduler.queue_window import MEMORY_URLS
 from scheduler.sqlite_store import FrontierError
 

@@ -9,6 +9,11 @@ EXIT_FAILED = 1  # the crawl ran but fetched nothing, or crashed
 EXIT_USAGE = 2  # bad flags, config or seeds: nothing was written
 EXIT_INTERRUPTED = 130
 
+
+class ConfigError(ValueError):
+    """A config, seeds file or flag the user must fix; the message names the file and line."""
+
+
 # Modules of optional extras (pyproject.toml), by the extra that installs them.
 EXTRA_MODULES = {
     "redis": "redis", "scrapy_redis": "redis", "torch": "gpu", "transformers": "gpu", "tokenizers": "gpu",

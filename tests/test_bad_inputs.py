@@ -38,3 +38,34 @@ def test_a_study_given_bytes_that_are_not_parquet_names_the_file(tmp_path: Path)
     line = _one_line(done.stderr)
     assert str(pages) in line and "not a readable parquet file" in line
     assert not out.exists()
+
+
+def test_crawl_flags_that_would_crawl_nothing_or_ignore_an_order_are_refused(tmp_path: Path) -> None:
+    """`--per-host-budget -1` crawled nothing and exited 1 with "see crawl.log"; `--policy hc_depth`
+    without `--priors` ran with no centrality at all, and no word about it."""
+    for flags, expected in (
+        (["--per-host-budget", "-1"], "per_host_budget must be >= 0"),
+        (["--policy", "hc_depth"], "give --priors"),
+    ):
+        run = tmp_path / "run"
+        done = hostcrawl("crawl", "http://a.example/", "--out", str(run), *flags, timeout=60)
+        assert done.returncode == 2, (flags, done.stderr)
+        assert expected in _one_line(done.stderr)
+        assert not run.exists()
+
+
+def test_score_refuses_files_that_are_not_warcs_and_workers_below_one(tmp_path: Path) -> None:
+    """An empty or non-WARC file used to exit 1 and leave a 0-row parquet; --workers 0 was taken."""
+    empty, png = tmp_path / "empty.warc.gz", tmp_path / "image.warc.gz"
+    empty.write_bytes(b"")
+    png.write_bytes(PNG)
+    out = tmp_path / "scores.parquet"
+    for warc, extra, expected in (
+        (empty, [], "not a WARC file (empty)"),
+        (png, [], "not a WARC file"),
+        (png, ["--workers", "0"], "--workers 0: must be at least 1"),
+    ):
+        done = hostcrawl("score", "--warc", str(warc), "--out", str(out), *extra, timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert expected in _one_line(done.stderr)
+        assert not out.exists()

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from hostcrawl_cli import hostcrawl
 
-from crawler.run.crawl_config import ConfigError, CrawlConfig, check_seed, load_config, load_seeds
+from crawler.run.crawl_config import ConfigError, CrawlConfig, load_config
+from crawler.run.seed_urls import check_seed, load_seeds
 
 
 def test_seed_file_with_bad_url_names_the_line_and_writes_nothing(tmp_path: Path) -> None:

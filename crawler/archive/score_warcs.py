@@ -32,6 +32,7 @@ from cleaner.registry import cleaner_names
 from crawler import __version__
 from crawler.archive.score_warcs_reader import HtmlPage, ScoreStats, WarcReader, is_wet
 from crawler.archive.score_warcs_report import finish_outputs, print_summary, progress_bar
+from crawler.archive.warc_files import not_a_warc
 from crawler.pages.tables import WARC_LOCATION, PageTableWriter
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -249,12 +250,15 @@ def check_output(path: Path | None, flag: str, force: bool) -> None:
 
 
 def check_warcs(warcs: list[Path]) -> None:
+    """Every input is a WARC file with HTML in it, or nothing is scored (and nothing written)."""
     for path in warcs:
         if is_wet(path):
             raise ValueError(
                 f"{path}: a WET file (extracted text, no HTML); score cleans HTML itself, so give it "
                 "the WARC file (Common Crawl's *.warc.gz, not *.warc.wet.gz)"
             )
+        if (problem := not_a_warc(path)) is not None:
+            raise ValueError(f"{path}: not a WARC file ({problem})")
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -271,6 +275,8 @@ def cmd_score(args: argparse.Namespace) -> int:
             raise ValueError(f"unknown cleaner {args.cleaner!r}; known: {', '.join(cleaner_names())}")
         if args.limit is not None and args.limit < 1:
             raise ValueError(f"--limit {args.limit}: must be at least 1")
+        if args.workers < 1:
+            raise ValueError(f"--workers {args.workers}: must be at least 1 (one process per core)")
         check_output(args.out, "--out", args.force)
         check_output(args.hosts_out, "--hosts-out", args.force)
         warcs = expand_warcs(args.warc)
@@ -281,7 +287,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             scorers=tuple(scorers),
             cleaner=args.cleaner,
             langid=args.lid or DEFAULT_LANGID,
-            workers=max(1, args.workers),
+            workers=args.workers,
             limit=args.limit,
             ensemble=args.ensemble,
             hosts_out=args.hosts_out,

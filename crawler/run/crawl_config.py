@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import re
 import socket
 import tomllib
@@ -19,17 +18,14 @@ import tomli_w
 from cleaner.quality import ScorerSpec, ScorerSpecError, scorer_names
 from cleaner.registry import cleaner_names, missing_module
 from crawler import __version__
-from crawler.errors import install_hint
+from crawler.errors import ConfigError, install_hint
+from crawler.run.seed_urls import check_seed
 from scheduler.policies import POLICIES, TRUTH_POLICIES
 from scheduler.queue_window import MEMORY_URLS
 
 SCRAPY_SCHEDULER = "scrapy"  # Scrapy's own host-blind scheduler, kept as a benchmark baseline
 POLICY_NAMES = (*POLICIES, SCRAPY_SCHEDULER)
 DEFAULT_CONTACT_URL = "https://github.com/hostcrawl/hostcrawl#crawler"
-
-
-class ConfigError(ValueError):
-    """A config or seeds file the user must fix; the message names the file and line."""
 
 
 @dataclass(slots=True)
@@ -293,51 +289,7 @@ def proxy_problem(url: str, timeout: float = 3.0) -> str | None:
     return None
 
 
-_HOST_LABEL = re.compile(r"^[\w-]+$")  # letters (IDN too), digits, '-' and '_'
-
-
-def check_seed(url: str, where: str) -> str:
-    bad = f"{where}: {url!r} is not an absolute http(s) URL"
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises on a bad port
-    except ValueError as exc:
-        raise ConfigError(f"{bad} ({exc})") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(bad)
-    if any(ch.isspace() or ord(ch) < 32 for ch in url):
-        raise ConfigError(f"{bad} (it contains a space or control character)")
-    if not _valid_host(parts.hostname):
-        raise ConfigError(f"{bad} (bad host name {parts.hostname!r})")
-    return url
-
-
-def _valid_host(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-        return True
-    except ValueError:
-        pass
-    labels = host.rstrip(".").split(".")
-    return all(label and len(label) <= 63 and _HOST_LABEL.match(label) for label in labels)
-
-
-def load_seeds(path: Path) -> list[str]:
-    """One URL per line; blank lines and '#' comments are ignored."""
-    try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()  # a BOM is not part of line 1's URL
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read seeds: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: seeds file is not UTF-8 ({exc.reason})") from None
-    seeds = []
-    for number, line in enumerate(lines, start=1):
-        url = line.split("#", 1)[0].strip()
-        if url:
-            seeds.append(check_seed(url, f"{path}:{number}"))
-    if not seeds:
-        raise ConfigError(f"{path}: no seed URLs found (one http(s) URL per line)")
-    return seeds
+HC_NEEDS_PRIORS = "policy hc_depth orders hosts by centrality: give --priors RANKS (hostcrawl graph ingest)"
 
 
 def validate(config: CrawlConfig, source: str = "config") -> None:
@@ -347,10 +299,9 @@ def validate(config: CrawlConfig, source: str = "config") -> None:
         (pol.name in POLICY_NAMES, f"policy.name must be one of {', '.join(POLICY_NAMES)}"),
         (pol.sample_pages >= 1, "policy.sample_pages must be >= 1"),
         (0.0 <= pol.explore_share <= 1.0, "policy.explore_share must be within [0, 1]"),
-        (
-            pol.name not in TRUTH_POLICIES or bool(pol.truth),
-            f"the {pol.name} policy needs policy.truth (the test web's ground truth)",
-        ),
+        (pol.name not in TRUTH_POLICIES or bool(pol.truth), f"the {pol.name} policy needs policy.truth"),
+        (pol.per_host_budget >= 0, "policy.per_host_budget must be >= 0 (0: no cap)"),
+        (pol.name != "hc_depth" or bool(pol.priors or pol.plan), HC_NEEDS_PRIORS),
         (p.min_delay >= 0, "politeness.min_delay must be >= 0 seconds"),
         (p.per_host_concurrency >= 1, "politeness.per_host_concurrency must be >= 1"),
         (p.max_crawl_delay > 0, "politeness.max_crawl_delay must be > 0"),
@@ -365,7 +316,7 @@ def validate(config: CrawlConfig, source: str = "config") -> None:
         (0.0 <= c.threshold <= 1.0, "cleaning.threshold must be within [0, 1]"),
         (
             all(0.0 < t < 1.0 for t in c.language_thresholds.values()),
-            "cleaning.language_thresholds must lie strictly between 0 and 1",
+            "cleaning.language_thresholds: in (0, 1)",
         ),
         (bool(c.scorers), "cleaning.scorers must name at least one scorer"),
     ]

@@ -23,7 +23,8 @@ from scrapy.exceptions import DontCloseSpider, NotConfigured
 
 from analytics.recrawl_plan import PLAN_COLUMNS
 from analytics.schema import SchemaError, check_columns
-from crawler.run.crawl_config import ConfigError, CrawlConfig, check_seed
+from crawler.run.crawl_config import ConfigError, CrawlConfig
+from crawler.run.seed_urls import check_seed
 from scheduler.hosts import HostState
 
 if TYPE_CHECKING:
