@@ -287,6 +287,8 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     else:
         result = run_crawl(config, run_dir, resume=bool(args.resume), **status)
     fetched = result.stat("response_received_count") or result.stat("frontier/run/fetched")
+    # pages answered (any status): robots.txt and tdmrep.json answers alone are not a crawl
+    pages = sum(int(v) for k, v in result.stats.items() if k.startswith("page/status/"))
     console = Console(stderr=True)
     if result.interrupted:  # SIGINT/SIGTERM: Scrapy stopped scheduling and let what was in flight finish
         console.print(
@@ -299,12 +301,12 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         f"{result.stat('hostcrawl/pages_per_second')} pages/s -> {run_dir}/report.md",
         highlight=False,
     )
-    if not fetched:
+    if not pages:
         from crawler.fetch.failures import why_nothing
 
-        print(f"nothing was fetched: {why_nothing(result.stats)}", file=sys.stderr)
+        print(f"no page was fetched: {why_nothing(result.stats)}", file=sys.stderr)
     linger(args.status_linger)
-    return EXIT_OK if fetched else EXIT_FAILED
+    return EXIT_OK if pages else EXIT_FAILED
 
 
 def add_plugin_commands(subparsers: argparse._SubParsersAction) -> None:

@@ -292,3 +292,18 @@ def test_a_robots_txt_down_for_a_while_costs_its_host_a_pause_not_the_run(
     assert {"/", "/page-0.html"} <= pages, pages
     stats = json.loads((run / "stats.json").read_text())
     assert stats["robotstxt/parked"] >= 1 and "host/blocked/robots_unavailable" not in stats
+
+
+def test_a_crawl_whose_every_robots_txt_fails_fetched_no_page_and_says_why(
+    server: HostileServer, tmp_path: Path
+) -> None:
+    """It exited 0 (the robots.txt answers counted as responses), though no page was ever fetched."""
+    server.route("down.test", "/robots.txt", answer(502, "bad gateway"))
+    server.route("down.test", "*", answer(200, html_page("down"), Content_Type=HTML))
+    config = _hosts_config(tmp_path, "down.test", backoff_base=0.1, backoff_max=0.3)
+    run = tmp_path / "run"
+    seed = f"http://down.test:{server.port}/"
+    done = hostcrawl(*_crawl(run, seed, "--config", str(config), "--allow-private"), timeout=CRAWL_BOUND_S)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "no page was fetched" in done.stderr and "robotstxt/unavailable/http_502" in done.stderr
+    assert {h.path for h in server.requests_to("down.test")} == {"/robots.txt"}
