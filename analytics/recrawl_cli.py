@@ -55,8 +55,13 @@ def register_cli(subparsers: Any) -> None:
     plan.add_argument(
         "--max-language-share", type=float, default=d.max_language_share, help=f"({d.max_language_share})"
     )
-    plan.add_argument("--scheme", default=d.scheme, help="scheme of the seed URLs (https)")
+    plan.add_argument(
+        "--scheme",
+        choices=("http", "https"),
+        help="seed URL scheme (default: with --previous, each host's as that run fetched it; else https)",
+    )
     plan.add_argument("--out", type=Path, required=True, help="plan.parquet to write (and plan.json)")
+    plan.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     plan.set_defaults(func=cmd_plan)
 
 
@@ -78,6 +83,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         scheme=args.scheme,
     )
     try:
+        if args.out.exists() and not args.force:
+            raise InputError(f"--out {args.out}: exists; pass --force to overwrite it")
         inputs = Inputs.from_dir(args.data) if args.data else Inputs()
         if args.data and not args.data.is_dir():
             raise InputError(f"--data {args.data}: no such folder")

@@ -58,7 +58,7 @@ class PlanConfig:
     max_language_share: float = 0.6
     quality: str = coverage.DEFAULT_QUALITY
     crawl: str | None = None
-    scheme: str = "https"
+    scheme: str | None = None  # None: each host's from a previous run, else https
 
     def check(self) -> None:
         if self.budget < 1:
@@ -71,7 +71,7 @@ class PlanConfig:
         ):
             if not 0 < value <= 1:
                 raise InputError(f"{flag} {value}: a share in (0, 1]")
-        if self.scheme not in ("http", "https"):
+        if self.scheme not in (None, "http", "https"):
             raise InputError(f"--scheme {self.scheme}: http or https")
 
 
@@ -188,9 +188,30 @@ def _run_candidates(con: duckdb.DuckDBPyConnection, hosts: Path) -> pl.DataFrame
               AND unfetched > 0
         """
     ).pl()
-    return frame.with_columns(
+    frame = frame.with_columns(
         pl.lit(None, pl.Float64).alias("_median_coverage"), pl.lit(None, pl.Float64).alias("_gem_density")
     )
+    return frame.join(_run_origins(con, hosts), on="host", how="left")
+
+
+def _run_origins(con: duckdb.DuckDBPyConnection, hosts: Path) -> pl.DataFrame:
+    """Each host's origin (scheme://host[:port]) as the previous run fetched it, from its pages.parquet
+    beside hosts.parquet: an http crawl is planned as http, not as the --scheme default."""
+    pages = hosts.parent / "pages.parquet" if hosts.is_file() else hosts / "pages.parquet"
+    if not pages.is_file():
+        return pl.DataFrame(schema={"host": pl.String, "origin": pl.String})
+    return con.sql(
+        f"""SELECT host, mode(regexp_extract(url, '^(https?://[^/?#]+)', 1)) AS origin
+            FROM read_parquet({db.quote(str(pages))}) WHERE status BETWEEN 200 AND 399 GROUP BY host"""
+    ).pl()
+
+
+def _seed_origin(candidates: pl.DataFrame, scheme: str | None) -> pl.Expr:
+    """--scheme when given; else the previous run's origin of the host, else https."""
+    default = pl.lit(f"{scheme or 'https'}://") + pl.col("host")
+    if scheme is not None or "origin" not in candidates.columns:
+        return default
+    return pl.coalesce(pl.col("origin"), default)
 
 
 def build_plan(inputs: Inputs, cfg: PlanConfig, previous: Path | None = None) -> Plan:
@@ -224,7 +245,7 @@ def build_plan(inputs: Inputs, cfg: PlanConfig, previous: Path | None = None) ->
         candidates.with_columns(budget=pl.Series(pages, dtype=pl.Int64))
         .filter(pl.col("budget") > 0)
         .with_columns(
-            seed_url=pl.lit(f"{cfg.scheme}://") + pl.col("host") + pl.lit("/"),
+            seed_url=_seed_origin(candidates, cfg.scheme) + pl.lit("/"),
             expected_hq=pl.col("budget") * pl.col("density"),
         )
     )

@@ -128,10 +128,13 @@ def plan_from_run(run_dir: Path, out: Path, budget: int) -> pl.DataFrame:
     """`recrawl plan --previous RUN` with no diversity guard, as plan.parquet's rows."""
     process = hostcrawl(
         "recrawl", "plan", "--previous", str(run_dir), "--budget", str(budget), "--max-tld-share", "1",
-        "--max-language-share", "1", "--scheme", "http", "--out", str(out),
+        "--max-language-share", "1", "--out", str(out),
     )  # fmt: skip
     assert process.returncode == 0, process.stderr
-    return pl.read_parquet(out)
+    plan = pl.read_parquet(out)
+    # no --scheme: each host's seed is as the run fetched it (http here), not the https default
+    assert plan.height and plan["seed_url"].str.starts_with("http://").all(), plan["seed_url"].to_list()
+    return plan
 
 
 def test_a_plan_from_the_run_picks_the_good_hosts_it_left_shallow(

@@ -150,3 +150,17 @@ def test_ranks_give_the_percentiles_and_synth_data_plans(tmp_path: Path) -> None
     assert plan["budget"].sum() == 2000
     shares = json.loads(out.with_suffix(".json").read_text())["shares"]
     assert max(shares["tld"].values()) <= 0.3 and max(shares["language"].values()) <= 0.6
+
+
+def test_a_plan_is_not_written_over_an_existing_one_without_force(
+    index: HostIndexFiles, tmp_path: Path
+) -> None:
+    """`recrawl plan` overwrote --out silently, unlike `score` and `graph ingest`."""
+    out = tmp_path / "plan.parquet"
+    assert _plan(index, out, "--crawl", CRAWL, "--budget", "300")[0] == 0
+    first = out.read_bytes()
+    code, err = _plan(index, out, "--crawl", CRAWL, "--budget", "600")
+    assert code == 2 and "exists; pass --force" in err and len(err.strip().splitlines()) == 1
+    assert out.read_bytes() == first
+    assert _plan(index, out, "--crawl", CRAWL, "--budget", "600", "--force")[0] == 0
+    assert out.read_bytes() != first
