@@ -1,11 +1,15 @@
-"""The layout DESIGN.md promises, checked from a user's side: a production crawl's modules import
-nothing from the bench or the test web."""
+"""The layout DESIGN.md promises: a production crawl's modules import nothing from the bench or the
+test web, and the team's layout check (circles, forbidden arrows, long files, twin names) finds nothing."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 # What a crawl runs: the run (single process and worker), the fetch path, the archive, the page path
 # and the monitor, as the Scrapy settings name them.
@@ -40,3 +44,19 @@ def test_a_crawl_imports_nothing_from_the_bench_or_the_test_web() -> None:
     assert "crawler.fetch.spider" in loaded and "crawler.archive.warc_capture" in loaded
     harness = [m for m in loaded if m.startswith(("crawler.bench", "crawler.testweb"))]
     assert harness == [], f"a crawl loads the harness: {harness}"
+
+
+def _layout_check() -> Path | None:
+    """The team's layout checker (shared/tools, beside the shared data): not part of the package."""
+    data = Path(os.environ.get("HOSTCRAWL_SHARED_DATA", Path(__file__).parents[2] / "shared" / "data"))
+    tool = data.parent / "tools" / "layout_check.py"
+    return tool if tool.is_file() else None
+
+
+def test_the_layout_check_finds_no_circle_no_forbidden_arrow_no_long_file_no_twin_name() -> None:
+    tool = _layout_check()
+    if tool is None:
+        pytest.skip("shared/tools/layout_check.py is not beside this checkout (a developer tool)")
+    root = Path(__file__).parents[1]
+    done = subprocess.run([sys.executable, str(tool), str(root)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
