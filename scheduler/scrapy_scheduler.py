@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
@@ -52,6 +53,14 @@ host_discovered = object()
 politeness_changed = object()
 # Sent by this scheduler on open, with what a previous run stored: rows=[(host, part, state), ...]
 politeness_restored = object()
+
+
+def engine_wake(crawler: Crawler) -> Callable[[], None] | None:
+    """What makes the engine ask the scheduler for requests now, instead of at its next 5 s heartbeat
+    (None before the spider opens). Scrapy 2.19 has no public way: the engine's `_slot.nextcall` is
+    the call its own scheduling uses."""
+    slot = getattr(crawler.engine, "_slot", None)
+    return None if slot is None else slot.nextcall.schedule
 
 
 class HostScheduler:
@@ -214,9 +223,8 @@ class HostScheduler:
         )
 
     def _nudge(self) -> None:
-        slot = getattr(self.crawler.engine, "_slot", None)
-        if slot is not None:
-            slot.nextcall.schedule()
+        if (wake := engine_wake(self.crawler)) is not None:
+            wake()
 
     def _wake_when_ready(self) -> None:
         """Hosts waiting for their delay: nudge the engine then, instead of its 5 s heartbeat."""
@@ -233,11 +241,8 @@ class HostScheduler:
                 return
             self.wakeup.cancel()
 
-        engine = self.crawler.engine
-        slot = getattr(engine, "_slot", None)
-        if slot is None:
-            return
-        self.wakeup = reactor.callLater(delay, slot.nextcall.schedule)  # type: ignore[arg-type]
+        if (wake := engine_wake(self.crawler)) is not None:
+            self.wakeup = reactor.callLater(delay, wake)  # type: ignore[arg-type]
 
     def left_downloader(self, request: Request) -> None:
         lease: Lease | None = request.meta.get(LEASE_META)

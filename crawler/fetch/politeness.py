@@ -218,7 +218,8 @@ class PoliteDownloadHandler(HTTP11DownloadHandler):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        # Twisted silently resends a GET whose pooled connection died; that skips the host's delay
+        # Twisted silently resends a GET whose pooled connection died; that skips the host's delay.
+        # Scrapy 2.19's HTTP11DownloadHandler has no option for it: its connection pool is `_pool`.
         self._pool.retryAutomatically = False
         self.crawler = crawler
         self.politeness = crawler.get_extension(Politeness)

@@ -26,6 +26,7 @@ from analytics.schema import SchemaError, check_columns
 from crawler.run.crawl_config import ConfigError, CrawlConfig
 from crawler.run.seed_urls import check_seed
 from scheduler.hosts import HostState
+from scheduler.scrapy_scheduler import engine_wake
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -142,9 +143,8 @@ class PlanBudgetSpill:
             raise DontCloseSpider
 
     def _frontier(self) -> Any:
-        slot = getattr(self.crawler.engine, "_slot", None)
-        scheduler = getattr(slot, "scheduler", None)
-        return getattr(scheduler, "frontier", None)
+        scheduler = self.crawler.engine.scheduler if self.crawler.engine is not None else None
+        return getattr(scheduler, "frontier", None)  # our HostScheduler's; None for another scheduler
 
     def spill(self) -> int:
         """Raise the caps of capped planned hosts by the unused pages; returns the pages handed on."""
@@ -176,7 +176,6 @@ class PlanBudgetSpill:
             frontier.touch(record)
         if given:
             self.crawler.stats.inc_value("plan/budget_spilled", given)
-            slot = getattr(self.crawler.engine, "_slot", None)
-            if slot is not None:
-                slot.nextcall.schedule()
+            if (wake := engine_wake(self.crawler)) is not None:
+                wake()
         return given
