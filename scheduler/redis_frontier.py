@@ -137,8 +137,7 @@ class RedisFrontier:
         self.prefix = f"{KEY_PREFIX}{run}:"
         self.lease_ms = int(lease_seconds * 1000)
         self.group_limit = group_limit  # requests in flight per politeness group in the run (0: no limit)
-        # a host waiting longer than this (Retry-After: 3600, robots.txt down) keeps no worker running
-        self.park_horizon_ms = int(park_horizon * 1000)
+        self.park_horizon_ms = int(park_horizon * 1000)  # a host waiting longer keeps no worker running
         self.scripts = {name: client.register_script(lua) for name, lua in SCRIPTS.items()}
 
     def key(self, name: str) -> str:
@@ -280,10 +279,14 @@ class RedisFrontier:
         data = json.loads(raw) if raw else {}
         return data if isinstance(data, dict) else {}
 
+    def _park_horizon(self) -> int:
+        """Now plus the park horizon, on the scripts' clock (ready times are Redis TIME, in ms)."""
+        seconds, micros = self.client.time()
+        return int(seconds) * 1000 + int(micros) // 1000 + self.park_horizon_ms
+
     def parked_hosts(self) -> list[str]:
         """Hosts with URLs queued that wait beyond the park horizon (what `pending` does not count)."""
-        seconds, micros = self.client.time()
-        horizon = int(seconds) * 1000 + int(micros) // 1000 + self.park_horizon_ms
+        horizon = self._park_horizon()
         names: list[str] = []
         for name in ("waiting", "dormant_waiting"):
             names += [str(h) for h in self.client.zrangebyscore(self.key(name), f"({horizon}", "+inf")]
@@ -358,8 +361,7 @@ class RedisFrontier:
         spent = int(self.client.hget(self.key("counters"), "spent") or 0)
         if budget and spent >= budget:  # only what dead workers held is still to be fetched
             return bool(self.client.zcard(self.key("leases")) or self.client.hlen(self.key("urgent")))
-        seconds, micros = self.client.time()  # the scripts' clock (ready times are Redis TIME, ms)
-        horizon = int(seconds) * 1000 + int(micros) // 1000 + self.park_horizon_ms
+        horizon = self._park_horizon()
         pipe = self.client.pipeline(transaction=False)
         for name in ("eligible", "eligible_new", "dormant", "leases"):
             pipe.zcard(self.key(name))

@@ -48,7 +48,7 @@ from scheduler.scrapy_scheduler import (
     politeness_restored,
 )
 from scheduler.shared_policy import UNRANKED, SharedPolicy
-from scheduler.urls import TrapGuard, canonical, redirected_back
+from scheduler.urls import TrapGuard, canonical
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -225,9 +225,7 @@ class RedisHostScheduler(HostScheduler):
             if not old.ended:  # a retry after a network error, or robots.txt said "not now"
                 self._end(old, fetched=old.fetched)
             self._settle(old, None)  # a retry or redirect replaces it
-        if old is not None and redirected_back(request.url, request.meta.get("redirect_urls", ())):
-            for key in ("frontier/dropped/redirect_loop", "redirect/dropped/redirect_loop"):
-                self.stats.inc_value(key)
+        if self._redirect_loop(request, old):
             return False
         url = canonical(request.url)
         host = (urlsplit(url).hostname or "").lower()

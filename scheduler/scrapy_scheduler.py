@@ -167,9 +167,7 @@ class HostScheduler:
             if not old.ended:  # sent back before the network (its robots.txt said "not now")
                 self.frontier.fetch_ended(old, False, 0.0)
             self.frontier.retire(old)  # a retry or redirect of a request we handed out
-        if old is not None and redirected_back(request.url, request.meta.get("redirect_urls", ())):
-            for key in ("frontier/dropped/redirect_loop", "redirect/dropped/redirect_loop"):
-                self.stats.inc_value(key)
+        if self._redirect_loop(request, old):
             return False
         # Only a retry (the same URL again) skips dedup and trap checks. Scrapy copies `dont_filter`
         # onto a redirect, but a redirect names a new URL: it is checked like any discovered link.
@@ -186,8 +184,6 @@ class HostScheduler:
             discover=bool(request.meta.get(DISCOVER_META)),
         )
         if reason is not None:
-            if reason == "duplicate" and request.url in request.meta.get("redirect_urls", ()):
-                reason = "redirect_loop"  # the redirect chain came back to where it started
             self.stats.inc_value(f"frontier/dropped/{reason}")
             if redirect:
                 self.stats.inc_value(f"redirect/dropped/{reason}")
@@ -195,6 +191,15 @@ class HostScheduler:
         self.stats.inc_value("frontier/enqueued")
         if redirect:
             self.stats.inc_value("redirect/followed")
+        return True
+
+    def _redirect_loop(self, request: Request, old: Lease | None) -> bool:
+        """A redirect back to a URL of its own chain (itself, an empty Location, around a loop): not
+        queued, counted (both schedulers)."""
+        if old is None or not redirected_back(request.url, request.meta.get("redirect_urls", ())):
+            return False
+        for key in ("frontier/dropped/redirect_loop", "redirect/dropped/redirect_loop"):
+            self.stats.inc_value(key)
         return True
 
     def _over_budget(self, url: str) -> str | None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
+import pytest
 from aiohttp import web
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
@@ -125,3 +126,10 @@ def html_page(title: str, links: list[str] | tuple[str, ...] = (), words: int = 
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title></head><body>"
         f"<h1>{title}</h1><p>{prose}</p><ul>{anchors}</ul></body></html>"
     )
+
+
+@pytest.fixture(name="server")
+def hostile_server_fixture() -> Iterator[HostileServer]:
+    """A fresh server per test (its routes and its request log are the test's own)."""
+    with HostileServer() as srv:
+        yield srv

@@ -10,26 +10,24 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
 import pytest
 from aiohttp import web
 from hostcrawl_cli import HOSTCRAWL, hostcrawl
-from hostile_server import HostileServer, answer, html_page
+from hostile_server import (
+    HostileServer,
+    answer,
+    hostile_server_fixture,  # noqa: F401  (registers the fixture)
+    html_page,
+)
 from warcio.archiveiterator import ArchiveIterator
 
 pytestmark = pytest.mark.slow
 
 HTML = "text/html; charset=utf-8"
 CRAWL_BOUND_S = 90.0  # each crawl below fetches a handful of pages; the cleaning pool's warm-up dominates
-
-
-@pytest.fixture
-def server() -> Iterator[HostileServer]:
-    with HostileServer() as srv:
-        yield srv
 
 
 def _hosts_config(tmp_path: Path, *names: str, **politeness: float) -> Path:

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
 import pytest
 from hostcrawl_cli import hostcrawl
-from hostile_server import HostileServer, answer, html_page
+from hostile_server import (
+    HostileServer,
+    answer,
+    hostile_server_fixture,  # noqa: F401  (registers the fixture)
+    html_page,
+)
 from warcio.archiveiterator import ArchiveIterator
 
 from crawler.pages.sinks import read_text_shards
@@ -38,12 +42,6 @@ pipeline.CleanScoreStorePipeline.process_item = process_item
 from crawler.cli import main
 sys.exit(main(sys.argv[2:]))
 """
-
-
-@pytest.fixture
-def server() -> Iterator[HostileServer]:
-    with HostileServer() as srv:
-        yield srv
 
 
 def _responses(run: Path, url: str) -> list[str]:

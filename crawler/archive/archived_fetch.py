@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-LOCATION_KEYS = ("warc_filename", "warc_offset", "warc_length")
+LOCATION_KEYS = ("warc_filename", "warc_offset", "warc_length")  # WarcLocation.columns()
 
 
 def replayable(status: int) -> bool:

@@ -33,9 +33,9 @@ from crawler import __version__
 from crawler.archive.score_warcs_reader import HtmlPage, ScoreStats, WarcReader, is_wet
 from crawler.archive.score_warcs_report import finish_outputs, print_summary, progress_bar
 from crawler.archive.warc_files import not_a_warc
+from crawler.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_error
 from crawler.pages.tables import WARC_LOCATION, PageTableWriter
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 PAGES_PER_TASK = 16  # pages a worker cleans per task: amortises pickling without long stalls
 TASKS_IN_FLIGHT_PER_WORKER = 3  # bounds memory: at most workers x 3 x 16 pages are held at once
 ROW_GROUP_ROWS = 10_000
@@ -262,8 +262,6 @@ def check_warcs(warcs: list[Path]) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from crawler.errors import print_error
-
     console = Console(stderr=True)
     scorers = ([] if args.no_heuristic else [DEFAULT_SCORER]) + list(args.classifier)
     try:

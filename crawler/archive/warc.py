@@ -25,7 +25,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
-from crawler.archive.warc_files import open_path, publish, recover_open_files
+from crawler.archive.warc_files import WarcLocation, open_path, publish, recover_open_files
 
 __all__ = ["FetchRecord", "WarcLocation", "WarcWriter", "recover_open_files"]
 
@@ -81,15 +81,6 @@ class FetchRecord:
     fetched_at: datetime
     ip_address: str | None = None
     truncated: str | None = None
-
-
-@dataclass(slots=True, frozen=True)
-class WarcLocation:
-    """Where a record lies: what pages.parquet and a CDXJ index carry to read it back with one seek."""
-
-    filename: str
-    offset: int
-    length: int
 
 
 def _response_headers(rec: FetchRecord) -> list[tuple[str, str]]:

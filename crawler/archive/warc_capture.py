@@ -115,11 +115,7 @@ class WarcCaptureMiddleware:
             return response
         request.meta[WARC_ID_META] = self.writer.write_fetch(record)
         if (where := self.writer.last_response) is not None:
-            request.meta[WARC_LOCATION_META] = {
-                "warc_filename": where.filename,
-                "warc_offset": where.offset,
-                "warc_length": where.length,
-            }
+            request.meta[WARC_LOCATION_META] = where.columns()
         self.stats.inc_value("warc/records/response")
         return response
 

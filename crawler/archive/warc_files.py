@@ -13,6 +13,7 @@ import os
 import sys
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -42,6 +43,19 @@ def cdxj_path(warc: Path) -> Path:
     """`hostcrawl-...-00000-host.warc.gz` -> `hostcrawl-...-00000-host.cdxj`, in the same folder."""
     name = warc.name.removesuffix(WARC_SUFFIX).removesuffix(".warc")
     return warc.with_name(name + CDXJ_SUFFIX)
+
+
+@dataclass(slots=True, frozen=True)
+class WarcLocation:
+    """Where a record lies: what pages.parquet and a CDXJ index carry to read it back with one seek."""
+
+    filename: str
+    offset: int
+    length: int
+
+    def columns(self) -> dict[str, Any]:
+        """As pages.parquet and the text records name it (warc_filename, warc_offset, warc_length)."""
+        return {"warc_filename": self.filename, "warc_offset": self.offset, "warc_length": self.length}
 
 
 def write_cdxj(warc: Path) -> Path:
@@ -146,13 +160,9 @@ def responses_in(path: Path) -> dict[str, dict[str, Any]]:
             url, record_id = headers.get_header("WARC-Target-URI"), headers.get_header("WARC-Record-ID")
             records.read_to_end(record)
             if keep and url and record.http_headers is not None:
-                found[url] = {
-                    "warc_record_id": record_id,
-                    "status": int(record.http_headers.get_statuscode() or 0),
-                    "warc_filename": path.name,
-                    "warc_offset": records.get_record_offset(),
-                    "warc_length": records.get_record_length(),
-                }
+                where = WarcLocation(path.name, records.get_record_offset(), records.get_record_length())
+                status = int(record.http_headers.get_statuscode() or 0)
+                found[url] = {"warc_record_id": record_id, "status": status, **where.columns()}
     return found
 
 
