@@ -105,6 +105,13 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         help="sample_deepen, adaptive: budget share for looking at new hosts (0.2)",
     )
+    p.add_argument(
+        "--keep-busy",
+        type=float,
+        help="share of --concurrency kept busy with hosts the policy ranks 'not now' when its best hosts "
+        "rest between fetches: 0 spends every fetch on the best hosts (best pages per fetch), 1 keeps "
+        "every request slot busy (best pages per hour); see the README's clock table (0.125)",
+    )
     p.add_argument("--per-host-budget", type=int, help="pages per host, 0 = no cap (0)")
     p.add_argument("--priors", help="ranks parquet from `hostcrawl graph ingest` (HC/PR tie-breaks)")
     p.add_argument("--truth", help="test web hosts.parquet with true densities (oracle policies only)")
@@ -188,6 +195,7 @@ def resolve_crawl_config(args: argparse.Namespace) -> CrawlConfig:
         (args.policy, pol, "name"),
         (args.sample_pages, pol, "sample_pages"),
         (args.explore_share, pol, "explore_share"),
+        (args.keep_busy, pol, "keep_busy"),
         (args.per_host_budget, pol, "per_host_budget"),
         (args.priors, pol, "priors"),
         (args.truth, pol, "truth"),

@@ -259,7 +259,8 @@ class HostFrontier:
         self.in_flight += 1
         if phase is Phase.SAMPLE:
             record.sample_handed += 1
-            record.state = HostState.SAMPLING
+            if record.state is not HostState.DROPPED:  # a dropped host's filler: dropped until re-judged
+                record.state = HostState.SAMPLING
         elif phase is Phase.DEEPEN and record.state in (HostState.SCORED, HostState.NEW):
             if record.state is HostState.SCORED:
                 self.count("host/deepened")
@@ -333,6 +334,8 @@ class HostFrontier:
             reason = outcome.drop_reason
             if reason:
                 self._drop(record, reason)
+            elif outcome.rejudged:
+                self.count("host/rejudged")
         self.store.done(lease.row_id)
         self._settle(record)
         self.commit()

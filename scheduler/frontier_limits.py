@@ -7,6 +7,16 @@ from dataclasses import dataclass
 
 from scheduler.queue_window import MEMORY_HEAD, MEMORY_URLS
 
+# Share of the request slots a crawl keeps busy with hosts its policy would rather not fetch now, while the
+# hosts it prefers rest between fetches (crawl --keep-busy): 0 is best pages per fetch, 1 best per hour.
+KEEP_BUSY = 0.125
+
+
+def fill_hosts(concurrency: int, keep_busy: float = KEEP_BUSY) -> int:
+    """FrontierLimits.fill_hosts of a crawl with `concurrency` request slots: 0 for keep_busy 0 (never
+    fill: what the policy ranks "not now" waits until nothing else is left), else at least one."""
+    return 0 if keep_busy <= 0 else max(1, round(keep_busy * concurrency))
+
 
 @dataclass(slots=True)
 class FrontierLimits:

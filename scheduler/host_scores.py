@@ -23,6 +23,7 @@ def next_in_host(record: HostRecord, policy: Policy, index: int | None = None) -
 class ScoreOutcome:
     sampled: bool  # this page completed the host's sample
     drop_reason: str | None  # the policy gave up on the host
+    rejudged: bool = False  # a dropped host's page lifted it back over the drop level: deepened again
 
 
 def record_score(
@@ -44,7 +45,16 @@ def record_score(
         record.sample_scores.append(value)
         record.sample_high += high
         if len(record.sample_scores) >= policy.config.sample_pages:
-            record.state = HostState.SCORED
+            if record.state not in (HostState.DROPPED, HostState.BLOCKED):  # dropped: until re-judged
+                record.state = HostState.SCORED
             sampled = True
     record.sitemap_read |= sitemap
-    return ScoreOutcome(sampled, policy.observed(record))
+    reason = policy.observed(record)
+    rejudged = (
+        reason is None and record.state is HostState.DROPPED and policy.revive_priority(record) is not None
+    )
+    if rejudged:
+        sampled_all = record.sample_handed >= policy.config.sample_pages
+        record.state = HostState.DEEPENING if sampled_all else HostState.SAMPLING
+        record.drop_reason = None
+    return ScoreOutcome(sampled, reason, rejudged)

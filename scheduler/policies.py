@@ -92,8 +92,10 @@ class SampleThenDeepen(Policy):
         return True
 
     def defer_discovery(self, host: HostRecord) -> bool:
-        # a sitemap pays only for a host worth deepening; samples come from the links found so far
-        return self.config.lazy_sitemaps and self.phase(host) is not Phase.DEEPEN
+        # a sitemap pays only for a host worth deepening (not a dropped host's filler); samples come from
+        # the links found so far
+        worth = self.phase(host) is Phase.DEEPEN and host.state is not HostState.DROPPED
+        return self.config.lazy_sitemaps and not worth
 
     def phase_of(self, host: HostRecord, url: str) -> Phase:
         phase = self.phase(host)
@@ -151,11 +153,13 @@ class AdaptiveIndex(SampleThenDeepen):
     A host not yet known well enough competes with an aspiration level: the density of the better
     hosts found so far (a quantile of their posterior means). Deepening a middling host while better
     ones are likely still undiscovered wastes budget; the aspiration keeps the search going, until the
-    explore share of the budget is spent. A dropped host comes back, after every other, when the crawl
-    has nothing else left.
+    explore share of the budget is spent. No drop is for good: a dropped host's pages fill request slots
+    the better hosts leave idle (FrontierLimits.fill_hosts, crawl --keep-busy), best estimate first, and
+    all of them come back when the crawl has nothing else left; one whose new page lifts its estimate back
+    over drop_below is deepened again (host/rejudged).
     """
 
-    key, name = "adaptive", "adaptive_v7"
+    key, name = "adaptive", "adaptive_v8"
     # its fillers are hosts it has not judged and hosts dropped on thin evidence: fetched while scores are
     # on their way, they are blind (sample_deepen's fillers finish samples it must have to decide, and it
     # keeps filling: waiting cut its yield at a score lag of 160 to 0.19x on light_tail, tuning seed 103)
@@ -227,18 +231,15 @@ class AdaptiveIndex(SampleThenDeepen):
         return a / (a + b), math.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
 
     def fill_priority(self, host: HostRecord) -> Priority | None:
-        """Hosts waiting for their samples' scores first; then hosts dropped on thin evidence (their
-        index, the estimate plus its bonus, still reaches drop_below), best first: a crawl left with a
-        few hosts, paced by their Crawl-delay, goes on at `fill_hosts` in flight rather than at one
-        host's pace. A host shown to be bad (its index below drop_below too) waits until nothing is left."""
+        """Hosts waiting for their samples' scores first; then the hosts it dropped, best estimate first
+        (no drop is for good): a crawl whose best hosts rest between fetches keeps `fill_hosts` requests
+        in flight with the next-best pages rather than sit idle, one page of a dropped host at a time,
+        each scored before the next, so a host dropped on thin evidence is judged again."""
         waiting = super().fill_priority(host)  # (size bonus >= log 2, ...)
         if waiting is not None or host.state is not HostState.DROPPED or host.drop_reason != TURNED_BAD:
             return waiting
         if host.fetched + host.in_flight - host.settled >= 1:
             return None  # one page at a time, each scored before the next
-        mean, sd = self.estimate(host)
-        if mean + self.config.exploration_bonus * sd < self.config.drop_below:
-            return None
         return self.revive_priority(host)  # below every host waiting for scores
 
     def revive_priority(self, host: HostRecord) -> Priority | None:

@@ -265,8 +265,11 @@ class RedisFrontier:
         lacking), without one its queue is dropped. Returns how many queued URLs were dropped."""
         return int(self._call("DROP", host, reason, "" if rank is None else repr(float(rank))))
 
-    def prioritise(self, host: str, priority: float, judged: bool = True) -> None:
-        self._call("PRIORITISE", host, repr(float(priority)), "1" if judged else "0")
+    def prioritise(self, host: str, priority: float, judged: bool = True, rejudged: bool = False) -> None:
+        """A host's new rank; `rejudged`: it was dormant, and its new page lifted it over the drop level."""
+        self._call(
+            "PRIORITISE", host, repr(float(priority)), "1" if judged else "0", "1" if rejudged else "0"
+        )
 
     def set_boost(self, boost: float) -> None:
         """How much better than their own score hosts the policy has not judged yet count (aspiration)."""
@@ -379,10 +382,8 @@ class RedisFrontier:
     def workers(self) -> dict[str, dict[str, Any]]:
         out = {}
         for worker, raw in self._strings(self.client.hgetall(self.key("workers"))).items():
-            try:
+            with contextlib.suppress(ValueError):
                 out[worker] = json.loads(raw)
-            except ValueError:
-                continue
         return out
 
     def worker_meta(self, worker: str) -> dict[str, str]:
@@ -390,11 +391,8 @@ class RedisFrontier:
 
     def queued(self) -> int:
         """URLs queued over all hosts (a SCAN: for status, not for the crawl's hot path)."""
-        total = 0
         pipe = self.client.pipeline(transaction=False)
         keys = list(self.client.scan_iter(match=self.key("q:*"), count=1000))
         for key in keys:
             pipe.llen(key)
-        for n in pipe.execute() if keys else []:
-            total += int(n)
-        return total
+        return sum(int(n) for n in (pipe.execute() if keys else []))

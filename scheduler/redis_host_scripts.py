@@ -64,12 +64,22 @@ return n
 )
 
 # A worker's new estimate of a host's worth: re-ranks it if it is eligible now. ARGV: host, priority,
-# '1' if the policy has judged the host (else it competes with the new ones, see CLAIM's boost).
+# '1' if the policy has judged the host (else it competes with the new ones, see CLAIM's boost), '1' if
+# the host was dormant and its new page lifted it back over the drop level (it leaves the dormant sets).
 PRIORITISE = """
 local P = KEYS[1]
 local h, prio = ARGV[1], ARGV[2]
 redis.call('HSET', P..'prio', h, prio)
 local was = redis.call('ZREM', P..'eligible', h) + redis.call('ZREM', P..'eligible_new', h)
+if ARGV[4] == '1' and redis.call('SREM', P..'revivable', h) == 1 then
+  redis.call('HINCRBY', P..'counters', 'host/rejudged', 1)
+  was = was + redis.call('ZREM', P..'dormant', h)
+  local rest = redis.call('ZSCORE', P..'dormant_waiting', h)
+  if rest then
+    redis.call('ZREM', P..'dormant_waiting', h)
+    redis.call('ZADD', P..'waiting', rest, h)
+  end
+end
 if ARGV[3] == '1' then redis.call('SADD', P..'known', h) else redis.call('SREM', P..'known', h) end
 if was > 0 then
   if ARGV[3] == '1' then

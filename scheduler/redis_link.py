@@ -200,7 +200,7 @@ class RedisLink:
                         args = [host, outcome.drop_reason, "" if score is None else repr(score)]
                         f.scripts["DROP"](keys=[f.prefix], args=args, client=pipe)
                     elif score is not None:
-                        args = [host, repr(score), "1" if judged else "0"]
+                        args = [host, repr(score), "1" if judged else "0", "1" if outcome.rejudged else "0"]
                         f.scripts["PRIORITISE"](keys=[f.prefix], args=args, client=pipe)
                     if outcome.sampled:
                         pipe.hincrby(f.key("counters"), "host/sampled", 1)

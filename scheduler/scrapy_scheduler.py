@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from scrapy import Request, signals
 
 from scheduler.core import HostFrontier
-from scheduler.frontier_limits import FrontierLimits
+from scheduler.frontier_limits import KEEP_BUSY, FrontierLimits, fill_hosts
 from scheduler.host_priors import apply_prior, load_priors, load_truth
 from scheduler.hosts import HostRecord
 from scheduler.lease import Lease
@@ -83,7 +83,9 @@ class HostScheduler:
             concurrency_per_host=settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
             concurrency_per_group=settings.getint("HOSTCRAWL_GROUP_CONCURRENCY", 1),
             threshold=settings.getfloat("HOSTCRAWL_THRESHOLD"),
-            fill_hosts=max(1, settings.getint("CONCURRENT_REQUESTS") // 8),
+            fill_hosts=fill_hosts(
+                settings.getint("CONCURRENT_REQUESTS"), settings.getfloat("HOSTCRAWL_KEEP_BUSY", KEEP_BUSY)
+            ),
             memory_urls=settings.getint("HOSTCRAWL_FRONTIER_MEMORY_URLS", MEMORY_URLS),
             max_unscored=settings.getint("HOSTCRAWL_MAX_UNSCORED", 0),
             park_horizon=settings.getfloat("HOSTCRAWL_BACKOFF_MAX", 600.0),

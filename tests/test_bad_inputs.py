@@ -46,6 +46,7 @@ def test_crawl_flags_that_would_crawl_nothing_or_ignore_an_order_are_refused(tmp
     for flags, expected in (
         (["--per-host-budget", "-1"], "per_host_budget must be >= 0"),
         (["--policy", "hc_depth"], "give --priors"),
+        (["--keep-busy", "1.5"], "policy.keep_busy must be within [0, 1]"),
     ):
         run = tmp_path / "run"
         done = hostcrawl("crawl", "http://a.example/", "--out", str(run), *flags, timeout=60)

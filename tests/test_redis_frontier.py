@@ -215,6 +215,22 @@ def test_a_dormant_host_keeps_its_urls_and_is_fetched_once_nothing_else_is_queue
     assert frontier.pending()
 
 
+def test_a_dormant_host_whose_new_page_lifts_it_over_the_drop_level_competes_again(
+    frontier: RedisFrontier,
+) -> None:
+    """No drop is for good: a dormant host re-judged on its new page leaves the dormant sets and is ranked
+    with the others, here first (a dormant host is otherwise taken only after every other)."""
+    frontier.enqueue(urls(("thin.example", "/1"), ("thin.example", "/2"), ("other.example", "/1")))
+    frontier.drop("thin.example", "turned_bad", rank=-0.5)
+    frontier.prioritise("other.example", 0.4)
+    frontier.prioritise("thin.example", 0.8)  # a new rank alone leaves a dormant host dormant
+    assert hosts_of(frontier.claim(1, "w1", 0)) == ["other.example"]
+    frontier.prioritise("thin.example", 0.8, rejudged=True)
+    frontier.enqueue(urls(("other.example", "/2")))
+    assert hosts_of(frontier.claim(1, "w2", 0)) == ["thin.example"]
+    assert frontier.counters()["host/rejudged"] == 1
+
+
 def test_a_dormant_filler_uses_idle_capacity_only(frontier: RedisFrontier) -> None:
     frontier.enqueue(urls(("good.example", "/1"), ("good.example", "/2"), ("busy.example", "/1")))
     frontier.enqueue(urls(("thin.example", "/1"), ("shown.example", "/1")))

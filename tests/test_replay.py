@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from crawler.bench.replay import replay
+import pytest
+
+from crawler.bench.replay import SimulatedCrawl, Timing, replay
 from crawler.testweb import TestWebConfig
 from crawler.testweb.model import SiteModel
 
@@ -28,3 +30,46 @@ def test_a_small_budget_is_spent_deepening_good_hosts_not_looking_at_every_host(
     assert len(sim.hits) == sim.frontier.limits.budget
     assert looked_at < 75, f"looked at {looked_at} of 150 hosts with {len(sim.hits)} pages"
     assert sum(sim.hits) / len(sim.hits) >= 0.25
+
+
+def _gaps(sim: SimulatedCrawl) -> dict[str, float]:
+    """Each host's shortest time between two of its fetches' completions on the simulated clock."""
+    last: dict[str, float] = {}
+    shortest: dict[str, float] = {}
+    for at, host in sim.done_at:
+        if host in last:
+            shortest[host] = min(shortest.get(host, float("inf")), at - last[host])
+        last[host] = at
+    return shortest
+
+
+def test_the_simulated_clock_rests_each_host_and_counts_pages_per_hour() -> None:
+    """A host rests max(min_delay, its Crawl-delay) after each fetch, so the same crawl takes longer on
+    the clock with a 1 s floor, and its high-quality pages per hour are its hits over that time."""
+    model = SiteModel(TestWebConfig(n_hosts=60, seed=2, robots_dir=""))
+    fast = replay(model, "adaptive", 0.1)
+    polite = replay(model, "adaptive", 0.1, timing=Timing(min_delay=1.0))
+    assert len(polite.hits) == polite.frontier.limits.budget
+    assert min(_gaps(polite).values()) >= 1.0
+    delays = {h.name: h.crawl_delay for h in model.hosts if h.crawl_delay}
+    rested = {host: gap for host, gap in _gaps(fast).items() if host in delays}
+    assert rested, "some hosts with a Crawl-delay were fetched twice"
+    assert all(gap >= delays[host] for host, gap in rested.items()), rested
+    assert polite.clock > fast.clock
+    assert polite.hq_per_hour == pytest.approx(3600 * sum(polite.hits) / polite.clock)
+    assert polite.hq_per_hour < fast.hq_per_hour
+    assert 0.0 <= fast.idle_share <= 1.0 and 0.0 <= polite.idle_share <= 1.0
+
+
+def test_keep_busy_trades_pages_per_fetch_for_pages_per_hour() -> None:
+    """With a 1 s floor per host, adaptive keeping every request slot busy fetches its budget sooner and
+    with fewer idle slots than adaptive that fills only when nothing is in flight."""
+    model = SiteModel(TestWebConfig(n_hosts=80, seed=1, robots_dir=""))
+    timing = Timing(min_delay=1.0)
+    best_fetch = replay(model, "adaptive", 0.1, timing=timing, keep_busy=0.0)
+    best_hour = replay(model, "adaptive", 0.1, timing=timing, keep_busy=1.0)
+    assert best_hour.clock < best_fetch.clock
+    assert best_hour.idle_share < best_fetch.idle_share
+    assert best_hour.hq_per_hour > best_fetch.hq_per_hour
+    print(f"hq/fetch {best_fetch.hq_per_fetch:.3f} -> {best_hour.hq_per_fetch:.3f}, hq/hour "
+          f"{best_fetch.hq_per_hour:.0f} -> {best_hour.hq_per_hour:.0f}")  # fmt: skip

@@ -39,18 +39,37 @@ def test_bench_yield_webs_prints_every_policy_and_ratio_for_every_web_of_the_fam
     out = tmp_path / "family.json"
     result = hostcrawl("bench", "yield", "--webs", "tiny", "--hosts", "30", "--json", str(out))
     assert result.returncode == 0, result.stderr[-2000:]
-    rows = [
-        line.split() for line in result.stdout.splitlines() if re.match(r"^\S+\s+\S+\s+\d\.\d{3}\s", line)
-    ]
+    per_fetch, clock = result.stdout.split(CLOCK_TITLE)
+    rows = [line.split() for line in per_fetch.splitlines() if re.match(r"^\S+\s+\S+\s+\d\.\d{3}\s", line)]
     webs = [variant.name for variant in FAMILIES["tiny"]]
     assert [(r[0], r[1]) for r in rows] == [(w, p) for w in webs for p in FAMILY_POLICIES]
     for row in rows:
         assert len(row) == 3 + len(BASELINES) and all(re.fullmatch(r"\d+\.\d\d", x) for x in row[3:])
         if row[1] in BASELINES:
             assert row[3 + BASELINES.index(row[1])] == "1.00"  # each baseline is 1.00x itself
-    saved = json.loads(out.read_text())
+    saved = json.loads(out.read_text())["mean"]
     assert set(saved) == set(webs) and all(set(v) == set(FAMILY_POLICIES) for v in saved.values())
     assert "replay, scored pages" in result.stdout
+    _check_clock_table(clock, json.loads(out.read_text())["clock"], webs, list(FAMILY_POLICIES))
+
+
+CLOCK_TITLE = "the clock and the ceiling"
+
+
+def _check_clock_table(table: str, saved: dict[str, Any], webs: list[str], policies: list[str]) -> None:
+    """The clock table has a row per web and policy; no policy passes the ceiling (it cannot: each
+    high-quality page is fetched once at most), idle shares are shares, and the JSON says what it prints."""
+    rows = {(r[0], r[1]): r for r in (line.split() for line in table.splitlines()) if len(r) == 8}
+    rows.pop(("web", "policy"), None)
+    assert sorted(rows) == sorted((w, p) for w in webs for p in policies)
+    for (web, policy), row in rows.items():
+        ceiling, share, per_hour, idle = float(row[2]), float(row[3]), float(row[4]), float(row[6])
+        figures = saved[web][policy]
+        assert 0 < ceiling <= 1 and share <= 1.0, (web, policy, row)
+        assert 0 <= idle <= 1 and per_hour > 0, (web, policy, row)
+        assert row[4] == f"{figures['hq_per_hour']:.0f}" and row[2] == f"{figures['ceiling']:.3f}"
+        if policy == "sample_deepen":
+            assert row[5] == "1.00"
 
 
 def test_a_negative_score_lag_is_refused_with_exit_code_2() -> None:
@@ -74,6 +93,7 @@ def test_bench_yield_webs_over_several_seeds_prints_each_webs_mean_and_the_seeds
 ) -> None:
     stdout, saved = _two_seeds(tmp_path / "family.json", jobs=2)
     assert "means over seeds 3-4" in stdout
+    stdout, clock = stdout.split(CLOCK_TITLE)
     per_seed, means = saved["seeds"], saved["mean"]
     assert sorted(per_seed) == ["3", "4"]
     webs = [variant.name for variant in FAMILIES["tiny"]]
@@ -92,6 +112,7 @@ def test_bench_yield_webs_over_several_seeds_prints_each_webs_mean_and_the_seeds
         fell = sum(per_seed[s][web]["adaptive"] < per_seed[s][web]["sample_deepen"] for s in ("3", "4"))
         assert rows[(web, "adaptive")][-1] == f"{fell}/2"
         assert rows[(web, "sample_deepen")][-1] == "0/2"
+    _check_clock_table(clock, saved["clock"], webs, ["sample_deepen", "adaptive"])
     _, serial = _two_seeds(tmp_path / "serial.json", jobs=1)
     assert serial == saved  # replays in parallel give what one process gives
 

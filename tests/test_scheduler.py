@@ -14,7 +14,7 @@ from scheduler.evidence import PASS, EvidenceBar
 from scheduler.frontier_limits import FrontierLimits
 from scheduler.hosts import HostState, Phase
 from scheduler.lease import Lease
-from scheduler.policies import PolicyConfig, make_policy
+from scheduler.policies import AdaptiveIndex, PolicyConfig, make_policy
 from scheduler.resume import load_frontier
 from scheduler.sqlite_store import FrontierError, SQLiteFrontier
 from scheduler.urls import TrapGuard, canonical
@@ -28,13 +28,15 @@ class Clock:
         return self.now
 
 
-def make_frontier(tmp_path: Path, policy: str, budget: int, **config: object) -> tuple[HostFrontier, Clock]:
+def make_frontier(
+    tmp_path: Path, policy: str, budget: int, fill_hosts: int = FrontierLimits().fill_hosts, **config: object
+) -> tuple[HostFrontier, Clock]:
     clock = Clock()
     store = SQLiteFrontier(tmp_path / "frontier.sqlite3")
     frontier = HostFrontier(
         store,
         make_policy(policy, PolicyConfig(**config)),  # type: ignore[arg-type]
-        FrontierLimits(budget=budget),
+        FrontierLimits(budget=budget, fill_hosts=fill_hosts),
         clock,
     )
     return frontier, clock
@@ -210,14 +212,51 @@ def test_adaptive_spends_its_budget_on_the_dropped_hosts_when_nothing_else_is_le
     assert revived.most_common(1)[0][0] == best
 
 
+def test_a_host_shown_to_be_bad_fills_idle_request_slots_while_the_good_host_rests(tmp_path: Path) -> None:
+    """No drop is for good: while the only good host waits out its delay, a dropped host's next page is
+    fetched rather than leave every request slot idle, one page at a time, each scored before the next
+    (before, a host whose estimate and its bonus both fell below the drop level waited until nothing
+    else was left: here, 100 s)."""
+    frontier, clock = make_frontier(tmp_path, "adaptive", budget=100)
+    seed_hosts(frontier, {"bad.example": 0.0, "good.example": 1.0}, pages=30)
+    bad = frontier.hosts["bad.example"]
+    policy = frontier.policy
+    assert isinstance(policy, AdaptiveIndex)
+
+    def fetch(lease: Lease | None) -> None:
+        assert lease is not None, "the crawl sat idle while bad.example had pages left"
+        good = lease.host == "good.example"
+        frontier.fetch_ended(lease, True, clock.now + 100.0 if good else 0.0)  # the good host rests 100 s
+        frontier.observe(lease, 1.0 if good else 0.0)
+
+    for _ in range(20):  # until bad.example is dropped and its index is below the drop level too
+        mean, sd = policy.estimate(bad)
+        if bad.state is HostState.DROPPED and mean + sd < policy.config.drop_below:
+            break
+        fetch(frontier.next())
+    else:
+        raise AssertionError("bad.example was never shown to be bad")
+    assert frontier.hosts["good.example"].ready_at > clock.now and not policy.widened
+    filler = frontier.next()
+    assert filler is not None and filler.host == "bad.example"
+    frontier.fetch_ended(filler, True, 0.0)
+    assert frontier.next() is None  # its page's score first
+    frontier.observe(filler, 0.0)
+    clock.now += 100.0
+    best = frontier.next()
+    assert best is not None and best.host == "good.example"  # rested: the good host comes first again
+
+
 def test_sampled_oracle_leaves_a_bad_host_after_its_first_scored_page(tmp_path: Path) -> None:
     """Told the truth once it has looked, a policy never spends a second look on a bad host, even when
-    that first page was lucky (here every bad host's is); adaptive, which must learn, does."""
+    that first page was lucky (here every bad host's is); adaptive, which must learn, does. With no
+    request slots to keep busy (--keep-busy 0): otherwise a bad host's next page fills a slot left idle
+    while the good hosts rest (see test_a_host_shown_to_be_bad_fills_idle_request_slots_...)."""
     qualities = two_classes(40)
     looks: dict[str, dict[str, int]] = {}
     for policy in ("sampled_oracle", "adaptive"):
         (tmp_path / policy).mkdir()
-        frontier, clock = make_frontier(tmp_path / policy, policy, budget=600, truth=qualities)
+        frontier, clock = make_frontier(tmp_path / policy, policy, budget=600, fill_hosts=0, truth=qualities)
         seed_hosts(frontier, qualities, pages=60)
         leases = simulate(frontier, clock, lucky_first_page(qualities))
         assert len(leases) == 600
@@ -368,7 +407,10 @@ def test_deepening_learns_which_kind_of_url_pays_off_on_a_host(tmp_path: Path) -
 
 @pytest.mark.parametrize("policy", ["sample_deepen", "adaptive"])
 def test_sitemaps_are_fetched_only_for_hosts_worth_deepening(tmp_path: Path, policy: str) -> None:
-    frontier, clock = make_frontier(tmp_path, policy, budget=90, explore_share=0.5)
+    """With no idle request slots to fill (--keep-busy 0): this crawl fetches one page at a time, so it
+    would fill with dropped hosts whenever the good ones rest, and one re-judged on a lucky page is then
+    deepened, sitemap first, on that evidence (a bad host by its truth, a good one by its scores)."""
+    frontier, clock = make_frontier(tmp_path, policy, budget=90, fill_hosts=0, explore_share=0.5)
     qualities = two_classes(10)
     seed_hosts(frontier, qualities, pages=20)
     for host in qualities:  # robots.txt named a sitemap: it goes to the front of the host's queue

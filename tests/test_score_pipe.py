@@ -106,10 +106,11 @@ def test_a_cpu_starved_pool_leaves_the_replayed_crawl_no_further_behind_its_scor
     assert quiet_lag["scheduler/score_lag_pages_max"] <= SCORE_LAG  # a quiet pool never meets the bound
     assert starved_lag["scheduler/score_lag_pages_max"] < bound < 4 * SCORE_LAG
     assert len(starved.hits) == starved.frontier.limits.budget == len(quiet.hits)
-    blind = replay(
-        web, "bfs", 0.3, score_lag=4 * SCORE_LAG, limits=limits
-    )  # ahead of scores costs bfs nothing
-    assert blind.frontier.score_lag.stats()["scheduler/score_lag_pages_max"] == 4 * SCORE_LAG
+    # ahead of scores costs bfs nothing: it is not held to the bound, and its scores come the full lag
+    # late (a score arrives 160 x 0.01 s after its fetch: about 160 pages at the replay's 100 pages/s)
+    blind = replay(web, "bfs", 0.3, score_lag=4 * SCORE_LAG, limits=limits).frontier.score_lag.stats()
+    assert blind["scheduler/score_lag_pages_max"] > bound
+    assert blind["scheduler/score_lag_pages_mean"] == pytest.approx(4 * SCORE_LAG, rel=0.25)
 
 
 @pytest.mark.slow

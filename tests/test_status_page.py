@@ -33,6 +33,7 @@ from selectolax.lexbor import LexborHTMLParser
 from crawler.monitor.status import one_line
 from crawler.testweb import TestWebConfig, TestWebProcess
 from scheduler.export import host_states
+from scheduler.frontier_limits import KEEP_BUSY, fill_hosts
 
 pytestmark = pytest.mark.slow
 
@@ -275,7 +276,9 @@ def test_api_status_matches_the_frontier(watched: Watched) -> None:
     assert pages["high_quality"] == stats["page/curated"]
     assert api["errors"] == {k.split("/", 2)[2]: v for k, v in stats.items() if k.startswith("fetch/failed/")}
     assert api["policy"]["name"] == stats["hostcrawl/policy"]
-    assert api["policy"]["settings"]["sample_pages"] == 3
+    settings = api["policy"]["settings"]
+    assert settings["sample_pages"] == 3 and settings["keep_busy"] == KEEP_BUSY
+    assert settings["fill_hosts"] == fill_hosts(settings["concurrency"], KEEP_BUSY) >= 1
     curve = api["curve"]
     assert curve[-1][1:] == [pages["fetched"], pages["high_quality"]]
     assert [p[1] for p in curve] == sorted(p[1] for p in curve)

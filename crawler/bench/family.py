@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crawler.testweb.config import TestWebConfig, graded_config
+from scheduler.frontier_limits import KEEP_BUSY as KEEP_BUSY_DEFAULT
 
 if TYPE_CHECKING:
     from crawler.bench.replay_scores import ScoreSampler
@@ -67,6 +68,21 @@ def web_config(variant: WebVariant, hosts: int, seed: int) -> TestWebConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one replay of one web measured."""
+
+    hq_per_fetch: float
+    spent: float  # share of the budget fetched
+    ceiling: float  # min(1, high-quality pages in the web / budget): no policy's hq/fetch passes it
+    hq_per_hour: float  # on the simulated clock
+    idle_share: float  # of the simulated time, fewer than half of the request slots busy
+    tail_rate: float  # pages/s over the budget's last 20%, over the crawl's mean pages/s
+
+
+CLOCK_FIELDS = ("ceiling", "hq_per_hour", "idle_share", "tail_rate")
+
+
+@dataclass(frozen=True, slots=True)
 class FamilyRun:
     """What every replay of a family run shares: the webs, their size, the budget and how pages score."""
 
@@ -78,11 +94,14 @@ class FamilyRun:
     overrides: tuple[tuple[str, Any], ...] = ()
     score_lag: int | None = None
     labelled: bool = False  # progress lines name their seed (several seeds are replayed)
+    min_delay: float = 0.0  # the simulated clock (crawler/bench/replay.py Timing) and crawl --keep-busy
+    latency_s: float | None = None  # None: the replay's LATENCY_S
+    keep_busy: float = KEEP_BUSY_DEFAULT
 
-    def replay(self, seed: int, web: str, policy: str) -> tuple[float, float] | None:
-        """One policy's replay of one web: (hq/fetch, share of the budget fetched); None for
-        scored_oracle with true labels (it is then sampled_oracle)."""
-        from crawler.bench.replay import SCORE_LAG, replay
+    def replay(self, seed: int, web: str, policy: str) -> Outcome | None:
+        """One policy's replay of one web; None for scored_oracle with true labels (it is then
+        sampled_oracle)."""
+        from crawler.bench.replay import LATENCY_S, SCORE_LAG, Timing, ceiling, replay
 
         sampler = _sampler(seed) if self.scored else None
         model = _model(self.family, web, self.hosts, seed)
@@ -92,18 +111,22 @@ class FamilyRun:
                 return None
             name, truth = "sampled_oracle", sampler.scored_density(model)
         lag = SCORE_LAG if self.score_lag is None else self.score_lag
+        timing = Timing(LATENCY_S if self.latency_s is None else self.latency_s, self.min_delay)
         started = time.monotonic()
-        sim = replay(
-            model, name, self.budget_share, self.concurrency, dict(self.overrides), sampler, truth, lag
-        )
-        value = sum(sim.hits) / max(1, len(sim.hits))
+        sim = replay(model, name, self.budget_share, self.concurrency, dict(self.overrides), sampler, truth,
+                     lag, timing=timing, keep_busy=self.keep_busy)  # fmt: skip
+        value = sim.hq_per_fetch
         pages = sum(h.n_pages for h in model.hosts)
         label = f"seed {seed} " if self.labelled else ""
         took = time.monotonic() - started
         print(
-            f"{label}{web:>16} {pages:7d} pages {policy:>14}: {value:.3f} hq/fetch ({took:.0f}s)", flush=True
+            f"{label}{web:>16} {pages:7d} pages {policy:>14}: {value:.3f} hq/fetch, "
+            f"{sim.hq_per_hour:.0f} hq/hour ({took:.0f}s)",
+            flush=True,
         )
-        return value, len(sim.hits) / sim.frontier.limits.budget
+        budget = sim.frontier.limits.budget
+        spent = len(sim.hits) / budget
+        return Outcome(value, spent, ceiling(model, budget), sim.hq_per_hour, sim.idle_share, sim.tail_rate)
 
 
 @functools.lru_cache(maxsize=2)
@@ -148,7 +171,7 @@ def run_family(
     run = FamilyRun(
         family, hosts, budget_share, concurrency, scored, tuple((overrides or {}).items()), score_lag
     )
-    return run_seeds(run, policies, [seed], 1, unspent)[seed]
+    return measure(run_seeds(run, policies, [seed], 1, unspent), "hq_per_fetch")[seed]
 
 
 def run_seeds(
@@ -157,8 +180,8 @@ def run_seeds(
     seeds: list[int],
     jobs: int = 1,
     unspent: dict[str, float] | None = None,
-) -> dict[int, dict[str, dict[str, float]]]:
-    """{seed: {web: {policy: hq/fetch}}}: every (seed, web, policy) replay, `jobs` at a time in their own
+) -> dict[int, dict[str, dict[str, Outcome]]]:
+    """{seed: {web: {policy: outcome}}}: every (seed, web, policy) replay, `jobs` at a time in their own
     processes (one replay each, so a seed whose web has a giant host does not hold up the others)."""
     tasks = [(seed, v.name, policy) for seed in seeds for v in FAMILIES[run.family] for policy in policies]
     if jobs <= 1:
@@ -166,16 +189,26 @@ def run_seeds(
     else:
         with concurrent.futures.ProcessPoolExecutor(min(jobs, len(tasks))) as pool:
             outcomes = list(pool.map(run.replay, *zip(*tasks, strict=True)))
-    results: dict[int, dict[str, dict[str, float]]] = {seed: {} for seed in seeds}
+    results: dict[int, dict[str, dict[str, Outcome]]] = {seed: {} for seed in seeds}
     for (seed, web, policy), outcome in zip(tasks, outcomes, strict=True):
         row = results[seed].setdefault(web, {})
         if outcome is None:
             continue
-        row[policy], spent = outcome
-        if unspent is not None and spent < UNSPENT:
+        row[policy] = outcome
+        if unspent is not None and outcome.spent < UNSPENT:
             prefix = f"seed {seed} " if run.labelled else ""
-            unspent[f"{prefix}{web} {policy}"] = spent
+            unspent[f"{prefix}{web} {policy}"] = outcome.spent
     return results
+
+
+def measure(
+    per_seed: dict[int, dict[str, dict[str, Outcome]]], name: str
+) -> dict[int, dict[str, dict[str, float]]]:
+    """One of the outcomes' figures, {seed: {web: {policy: value}}}."""
+    return {
+        seed: {web: {policy: getattr(o, name) for policy, o in row.items()} for web, row in table.items()}
+        for seed, table in per_seed.items()
+    }
 
 
 def seed_means(per_seed: dict[int, dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
@@ -211,6 +244,38 @@ def format_family_table(
     return "\n".join(lines)
 
 
+def clock_means(per_seed: dict[int, dict[str, dict[str, Outcome]]]) -> dict[str, dict[str, dict[str, float]]]:
+    """{web: {policy: {figure: mean over the seeds}}} of the clock's figures and the share of the ceiling."""
+    first = next(iter(per_seed.values()))
+    means: dict[str, dict[str, dict[str, float]]] = {}
+    for web, row in first.items():
+        for policy in row:
+            runs = [table[web][policy] for table in per_seed.values()]
+            figures = {name: statistics.fmean(getattr(o, name) for o in runs) for name in CLOCK_FIELDS}
+            figures["share_of_ceiling"] = statistics.fmean(o.hq_per_fetch / o.ceiling for o in runs)
+            means.setdefault(web, {})[policy] = figures
+    return means
+
+
+def format_clock_table(clock: dict[str, dict[str, dict[str, float]]], mode: str) -> str:
+    """One row per (web, policy): the ceiling, the policy's share of it, high-quality pages per hour and
+    their ratio to sample_deepen's, the idle share and the pace of the budget's last 20%."""
+    header = (
+        f"{'web':<16} {'policy':<14} {'ceiling':>8} {'of ceiling':>11} {'hq/hour':>9} "
+        f"{'x sample_deepen':>16} {'idle':>6} {'last 20% pace':>14}"
+    )
+    lines = ["", f"the clock and the ceiling ({mode})", header]
+    for web, row in clock.items():
+        base = row.get("sample_deepen", {}).get("hq_per_hour")
+        for policy, f in row.items():
+            ratio = f"{f['hq_per_hour'] / base:>16.2f}" if base else f"{'-':>16}"
+            lines.append(
+                f"{web:<16} {policy:<14} {f['ceiling']:8.3f} {f['share_of_ceiling']:11.2f} "
+                f"{f['hq_per_hour']:9.0f} {ratio} {f['idle_share']:6.2f} {f['tail_rate']:14.2f}"
+            )
+    return "\n".join(lines)
+
+
 def cmd_bench_family(args: Any) -> int:
     policies = [p for p in args.policies.split(",") if p] if args.policies else list(FAMILY_POLICIES)
     hosts = args.hosts or FAMILY_HOSTS
@@ -221,20 +286,24 @@ def cmd_bench_family(args: Any) -> int:
     jobs = args.jobs or os.cpu_count() or 1
     unspent: dict[str, float] = {}
     run = FamilyRun(args.webs, hosts, args.budget_share, args.concurrency, not args.truth_scores,
-                    score_lag=args.score_lag, labelled=len(seeds) > 1)  # fmt: skip
-    per_seed = run_seeds(run, policies, seeds, jobs, unspent)
-    if len(seeds) == 1:
-        results = per_seed[args.seed]
-        print(format_family_table(results, f"{mode}, {hosts} hosts per web, seed {args.seed}"))
-    else:
-        results = seed_means(per_seed)
-        span = f"means over seeds {seeds[0]}-{seeds[-1]}"
-        print(format_family_table(results, f"{mode}, {hosts} hosts per web, {span}", per_seed))
+                    score_lag=args.score_lag, labelled=len(seeds) > 1, min_delay=args.min_delay,
+                    latency_s=args.latency,
+                    keep_busy=KEEP_BUSY_DEFAULT if args.keep_busy is None else args.keep_busy)  # fmt: skip
+    outcomes = run_seeds(run, policies, seeds, jobs, unspent)
+    per_seed = measure(outcomes, "hq_per_fetch")
+    results = seed_means(per_seed)
+    span = f"seed {args.seed}" if len(seeds) == 1 else f"means over seeds {seeds[0]}-{seeds[-1]}"
+    print(format_family_table(results, f"{mode}, {hosts} hosts per web, {span}", per_seed))
+    clock = clock_means(outcomes)
+    timing = f"min delay {args.min_delay:g} s, keep busy {run.keep_busy:g}"
+    print(format_clock_table(clock, f"simulated, {args.concurrency} requests in flight, {timing}, {span}"))
     for name, share in unspent.items():
         print(f"{name}: ran out of URLs worth fetching after {share:.0%} of its budget")
     if args.json:
-        saved: dict[str, Any] = results
-        if len(seeds) > 1:
-            saved = {"mean": results, "seeds": {str(seed): table for seed, table in per_seed.items()}}
+        saved = {
+            "mean": results,
+            "seeds": {str(seed): table for seed, table in per_seed.items()},
+            "clock": clock,
+        }
         Path(args.json).write_text(json.dumps(saved, indent=2) + "\n")
     return 0

@@ -54,6 +54,32 @@ def _positive(value: str) -> int:
     return number
 
 
+def _number(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value}: not a number") from None
+    if number != number or number in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"{value}: not a finite number")
+    return number
+
+
+def _seconds(value: str) -> float:
+    """A duration in seconds, 0 or more."""
+    seconds = _number(value)
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"{value}: seconds are 0 or more")
+    return seconds
+
+
+def _share(value: str) -> float:
+    """A share within [0, 1]."""
+    share = _number(value)
+    if not 0.0 <= share <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value}: a share lies within [0, 1]")
+    return share
+
+
 def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
     bench = subparsers.add_parser("bench", help="benchmarks on the local test web")
     kinds = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
@@ -68,7 +94,7 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
         "--hosts",
         type=int,
         default=None,
-        help="virtual hosts (2000, about 100k pages; with --webs 400 per web)",
+        help="virtual hosts (2000, about 100k pages; with --webs 200 per web)",
     )
     p.add_argument("--seed", type=int, default=0, help="test web seed (%(default)s)")
     p.add_argument(
@@ -118,6 +144,26 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="with --webs: pages fetched before a page's score arrives (default: the replay's 40, as "
         "measured on a quiet machine; 160 is a CPU-starved cleaning pool)",
+    )
+    p.add_argument(
+        "--min-delay",
+        type=_seconds,
+        default=0.0,
+        help="with --webs: the simulated crawl's floor between two requests to one host (crawl --min-delay; "
+        "default 0 as the live loopback crawls, 1 is a crawl of the Internet)",
+    )
+    p.add_argument(
+        "--latency",
+        type=_seconds,
+        default=None,
+        help="with --webs: a page's mean answer time on the simulated clock (default 0.32 s: 32 requests "
+        "in flight fetch 100 pages/s)",
+    )
+    p.add_argument(
+        "--keep-busy",
+        type=_share,
+        default=None,
+        help="with --webs: the replayed crawls' --keep-busy (see crawl --help; default 0.125)",
     )
     p.add_argument("--no-rate-baseline", action="store_true", help="skip the Scrapy scheduler run")
     p.add_argument(

@@ -22,6 +22,7 @@ from twisted.internet import task
 
 from crawler.fetch.politeness import Politeness
 from crawler.pages.store_pipeline import CleanScoreStorePipeline
+from scheduler.frontier_limits import KEEP_BUSY
 from scheduler.hosts import PRIOR_ALPHA, PRIOR_BETA, HostRecord, HostState
 from scheduler.scrapy_scheduler import HostScheduler
 
@@ -64,6 +65,7 @@ def policy_settings(crawler: Crawler, scheduler: Any) -> dict[str, Any]:
         "budget_pages": s.getint("HOSTCRAWL_MAX_PAGES"),
         "sample_pages": s.getint("HOSTCRAWL_SAMPLE_PAGES"),
         "explore_share": s.getfloat("HOSTCRAWL_EXPLORE_SHARE"),
+        "keep_busy": s.getfloat("HOSTCRAWL_KEEP_BUSY", KEEP_BUSY),
         "per_host_budget": s.getint("HOSTCRAWL_PER_HOST_BUDGET"),
         "concurrency": s.getint("CONCURRENT_REQUESTS"),
         "per_host_concurrency": s.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
@@ -74,6 +76,9 @@ def policy_settings(crawler: Crawler, scheduler: Any) -> dict[str, Any]:
         "threshold": s.getfloat("HOSTCRAWL_THRESHOLD"),
         "priors": s.get("HOSTCRAWL_PRIORS") or "",
     }
+    limits = getattr(scheduler, "limits", None)
+    if limits is not None:
+        out["fill_hosts"] = limits.fill_hosts  # requests in flight kept with the policy's fillers
     config = getattr(getattr(scheduler, "policy", None), "config", None)
     if dataclasses.is_dataclass(config):
         for field in dataclasses.fields(config):

@@ -20,6 +20,7 @@ from cleaner.registry import cleaner_names, missing_module
 from crawler import __version__
 from crawler.errors import ConfigError, install_hint
 from crawler.run.seed_urls import check_seed
+from scheduler.frontier_limits import KEEP_BUSY
 from scheduler.policies import POLICIES, TRUTH_POLICIES
 from scheduler.queue_window import MEMORY_URLS
 
@@ -82,6 +83,9 @@ class PolicyConfig:
     name: str = "adaptive"  # bfs | uniform | hc_depth | sample_deepen | adaptive | oracle
     sample_pages: int = 3  # k pages sampled per host before it is ranked
     explore_share: float = 0.2  # sample_deepen, adaptive: budget share for discovering and sampling hosts
+    # share of the request slots kept busy with hosts the policy would rather not fetch now (its fillers)
+    # while its best hosts rest: 0 = best pages per fetch, 1 = best pages per hour (README: the clock)
+    keep_busy: float = KEEP_BUSY
     per_host_budget: int = 0  # pages per host, 0 = no cap
     priors: str | None = None  # ranks parquet (hostcrawl graph ingest) for HC/PR priors
     truth: str | None = None  # the test web's hosts.parquet: only the oracle policy reads it
@@ -299,6 +303,7 @@ def validate(config: CrawlConfig, source: str = "config") -> None:
         (pol.name in POLICY_NAMES, f"policy.name must be one of {', '.join(POLICY_NAMES)}"),
         (pol.sample_pages >= 1, "policy.sample_pages must be >= 1"),
         (0.0 <= pol.explore_share <= 1.0, "policy.explore_share must be within [0, 1]"),
+        (0.0 <= pol.keep_busy <= 1.0, "policy.keep_busy must be within [0, 1]"),
         (pol.name not in TRUTH_POLICIES or bool(pol.truth), f"the {pol.name} policy needs policy.truth"),
         (pol.per_host_budget >= 0, "policy.per_host_budget must be >= 0 (0: no cap)"),
         (pol.name != "hc_depth" or bool(pol.priors or pol.plan), HC_NEEDS_PRIORS),

@@ -132,6 +132,7 @@ def _own_settings(
         "HOSTCRAWL_POLICY": pol.name,
         "HOSTCRAWL_SAMPLE_PAGES": pol.sample_pages,
         "HOSTCRAWL_EXPLORE_SHARE": pol.explore_share,
+        "HOSTCRAWL_KEEP_BUSY": pol.keep_busy,
         "HOSTCRAWL_PER_HOST_BUDGET": pol.per_host_budget,
         "HOSTCRAWL_FRONTIER_MEMORY_URLS": f.frontier_memory_urls,
         "HOSTCRAWL_MAX_UNSCORED": f.max_unscored
