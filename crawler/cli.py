@@ -110,7 +110,7 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         help="share of --concurrency kept busy with hosts the policy ranks 'not now' when its best hosts "
         "rest between fetches: 0 spends every fetch on the best hosts (best pages per fetch), 1 keeps "
-        "every request slot busy (best pages per hour); see the README's clock table (0.125)",
+        "every request slot busy (best pages per hour); see the README's clock table (0.5)",
     )
     p.add_argument("--per-host-budget", type=int, help="pages per host, 0 = no cap (0)")
     p.add_argument("--priors", help="ranks parquet from `hostcrawl graph ingest` (HC/PR tie-breaks)")

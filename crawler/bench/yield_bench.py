@@ -163,7 +163,7 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
         "--keep-busy",
         type=_share,
         default=None,
-        help="with --webs: the replayed crawls' --keep-busy (see crawl --help; default 0.125)",
+        help="with --webs: the replayed crawls' --keep-busy (see crawl --help; default 0.5)",
     )
     p.add_argument("--no-rate-baseline", action="store_true", help="skip the Scrapy scheduler run")
     p.add_argument(
