@@ -21,6 +21,7 @@ from crawler.archive.revisit import (
     write_revisit,
 )
 from crawler.archive.warc import FetchRecord, WarcWriter
+from crawler.archive.warc_files import read_record
 from crawler.bench.audit import read_request_log
 from crawler.pages.sinks import read_text_shards
 from crawler.testweb import TestWebConfig, TestWebProcess
@@ -109,6 +110,13 @@ def test_unchanged_web_is_revisited_without_fetching_a_body_twice(crawls: dict[s
         assert h["WARC-Refers-To-Target-URI"] == url
         assert h["WARC-Refers-To-Date"] == earlier[url]["WARC-Date"]
         assert h["WARC-Refers-To"] == earlier[url]["WARC-Record-ID"]
+    # Each revisit row locates its revisit record with one seek, as a response row does its response.
+    for row in revisited.iter_rows(named=True):
+        where = (row["warc_filename"], row["warc_offset"], row["warc_length"])
+        assert None not in where, row["url"]
+        record = read_record(same.run / "warc", *where)
+        assert record.rec_type == "revisit" and record.rec_headers.get_header("WARC-Target-URI") == row["url"]
+        assert record.rec_headers.get_header("WARC-Record-ID") == row["warc_record_id"]
     # The revisited pages were still cleaned and scored, but their text is not curated a second time.
     assert revisited["n_words"].sum() > 0
     texts = [d["metadata"]["url"] for d in read_text_shards(same.run / "text")]

@@ -21,9 +21,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Headers
 from scrapy.responsetypes import responsetypes
 from warcio.archiveiterator import ArchiveIterator
-from warcio.statusandheaders import StatusAndHeaders
 
-from crawler.archive.warc import FetchRecord, WarcWriter, _default_reason, _warc_date
+from crawler.archive.warc import FetchRecord, WarcWriter
 from crawler.run.crawl_config import ConfigError
 
 if TYPE_CHECKING:
@@ -137,27 +136,14 @@ def revisit_of(meta: dict[str, Any], status: int, body: bytes) -> str | None:
 
 def write_revisit(writer: WarcWriter, rec: FetchRecord, capture: PreviousCapture, profile: str) -> str:
     """A WARC/1.1 revisit record (HTTP headers, no payload) and its request record; returns its id."""
-    writer._ensure_open()
-    date = _warc_date(rec.fetched_at)
-    record_id = writer._new_id()
-    skip = ("content-length", "transfer-encoding")
-    headers = [(k, v) for k, v in rec.response_headers if k.lower() not in skip]
-    status = f"{rec.status} {rec.reason or _default_reason(rec.status)}"
-    http_headers = StatusAndHeaders(status, headers, protocol=rec.http_version)
-    warc_headers = writer._warc_headers("revisit", date, record_id, rec.url, ip_address=rec.ip_address)
-    for name, value in (
+    refers = [
         ("WARC-Profile", REVISIT_PROFILES[profile]),
         ("WARC-Refers-To", capture.record_id),
         ("WARC-Refers-To-Target-URI", capture.url),
         ("WARC-Refers-To-Date", capture.date),
         ("WARC-Payload-Digest", capture.payload_digest),
-    ):
-        if value:
-            warc_headers.add_header(name, value)
-    writer._write("revisit", warc_headers, http_headers, b"")
-    writer._write_request(rec, rec.url, date, record_id)
-    writer._after_write()
-    return record_id
+    ]
+    return writer.write_revisit(rec, [(name, value) for name, value in refers if value])
 
 
 class RevisitMiddleware:

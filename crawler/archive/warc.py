@@ -149,7 +149,7 @@ class WarcWriter:
         self._warcinfo_id = ""
         self._serial = self._next_free_serial()
         self._closed = False
-        self.last_response: WarcLocation | None = None  # of the latest write_fetch
+        self.last_response: WarcLocation | None = None  # of the latest write_fetch/write_revisit
 
     @property
     def files(self) -> list[Path]:
@@ -160,29 +160,48 @@ class WarcWriter:
         """Archive one fetch as a response and its request record; returns the response id."""
         if rec.truncated is not None and rec.truncated not in TRUNCATED_REASONS:
             raise ValueError(f"WARC-Truncated must be one of {sorted(TRUNCATED_REASONS)}")
+        return self._write_exchange("response", rec, _response_headers(rec), rec.payload, [])
+
+    def write_revisit(self, rec: FetchRecord, refers: list[tuple[str, str]]) -> str:
+        """Archive a fetch whose payload an earlier capture holds: a WARC/1.1 revisit record (the HTTP
+        headers, no payload; `refers` names its WARC-Profile and the capture, WARC-Refers-To*) and its
+        request record; returns the revisit's id. `last_response` locates it, as a response's."""
+        skip = ("content-length", "transfer-encoding")
+        headers = [(k, v) for k, v in rec.response_headers if k.lower() not in skip]
+        return self._write_exchange("revisit", rec, headers, b"", refers)
+
+    def _write_exchange(
+        self,
+        rec_type: str,
+        rec: FetchRecord,
+        http_header_pairs: list[tuple[str, str]],
+        payload: bytes,
+        extra_headers: list[tuple[str, str]],
+    ) -> str:
         self._ensure_open()
         url = urldefrag(rec.url).url  # a fragment is never sent, so it is not part of the target
         date = _warc_date(rec.fetched_at)
-        response_id = self._new_id()
+        record_id = self._new_id()
         reason = rec.reason or _default_reason(rec.status)
-        http_headers = StatusAndHeaders(
-            f"{rec.status} {reason}", _response_headers(rec), protocol=rec.http_version
-        )
+        status_line = f"{rec.status} {reason}"
+        http_headers = StatusAndHeaders(status_line, http_header_pairs, protocol=rec.http_version)
         warc_headers = self._warc_headers(
-            "response",
+            rec_type,
             date,
-            response_id,
+            record_id,
             url,
             ip_address=rec.ip_address,
-            truncated=rec.truncated,
+            truncated=rec.truncated if rec_type == "response" else None,  # a revisit has no payload
         )
+        for name, value in extra_headers:
+            warc_headers.add_header(name, value)
         assert self._fh is not None and self._current is not None
         offset = self._fh.tell()
-        self._write("response", warc_headers, http_headers, rec.payload)
+        self._write(rec_type, warc_headers, http_headers, payload)
         self.last_response = WarcLocation(self._current.name, offset, self._fh.tell() - offset)
-        self._write_request(rec, url, date, response_id)
+        self._write_request(rec, url, date, record_id)
         self._after_write()
-        return response_id
+        return record_id
 
     def _write_request(self, rec: FetchRecord, url: str, date: str, response_id: str) -> None:
         target, host = _request_target_and_host(url)

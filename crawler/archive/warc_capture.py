@@ -112,11 +112,11 @@ class WarcCaptureMiddleware:
                 self.writer, record, request.meta[PREVIOUS_META], profile
             )
             self.stats.inc_value("warc/records/revisit")
-            return response
-        request.meta[WARC_ID_META] = self.writer.write_fetch(record)
+        else:
+            request.meta[WARC_ID_META] = self.writer.write_fetch(record)
+            self.stats.inc_value("warc/records/response")
         if (where := self.writer.last_response) is not None:
             request.meta[WARC_LOCATION_META] = where.columns()
-        self.stats.inc_value("warc/records/response")
         return response
 
     def write_metadata(self, url: str, response_id: str, data: dict[str, Any], text: str | None) -> None:

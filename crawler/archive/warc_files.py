@@ -39,6 +39,10 @@ def publish(partial: Path, final: Path) -> None:
     partial.rename(final)
 
 
+# The record types a CDXJ line is written for (cdxj-indexer --records): what a replay tool may serve.
+INDEXED_RECORDS = "response,revisit"
+
+
 def cdxj_path(warc: Path) -> Path:
     """`hostcrawl-...-00000-host.warc.gz` -> `hostcrawl-...-00000-host.cdxj`, in the same folder."""
     name = warc.name.removesuffix(WARC_SUFFIX).removesuffix(".warc")
@@ -59,11 +63,16 @@ class WarcLocation:
 
 
 def write_cdxj(warc: Path) -> Path:
-    """Index one finished WARC (responses, revisits, metadata) into its CDXJ file, atomically."""
+    """Index one finished WARC's responses and revisits into its CDXJ file, atomically.
+
+    Only what a replay should serve: a metadata record (the cleaner's verdict) carries its page's URL and a
+    later timestamp, so indexed it would be the capture pywb replays for that URL. Metadata is found from
+    pages.parquet (WARC-Concurrent-To the response) instead.
+    """
     out = cdxj_path(warc)
     tmp = out.with_name(out.name + ".tmp")
     try:
-        write_cdx_index(str(tmp), [str(warc)], {"sort": True})
+        write_cdx_index(str(tmp), [str(warc)], {"sort": True, "records": INDEXED_RECORDS})
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
