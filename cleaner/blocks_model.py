@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from cleaner.wcxb import words
 
 MODEL_DIR = Path(__file__).resolve().parent / "models"
 DEFAULT_MODEL = MODEL_DIR / "blocks_v1.json.gz"
+MODEL_ENV = "HOSTCRAWL_BLOCKS_MODEL"  # a `hostcrawl clean train` model to use instead of the packaged one
 FORMAT = "hostcrawl-blocks/1"
 # A block is labelled main when this share of its words aligns with the truth text.
 LABEL_MIN_SHARE = 0.5
@@ -186,14 +188,15 @@ class BlocksCleaner(LabellerCleaner):
     name = "blocks_v1"
 
     def __init__(self, model_path: Path | None = None, model: BlocksModel | None = None) -> None:
-        self.model_path = model_path or DEFAULT_MODEL
+        self.model_path = model_path or Path(os.environ.get(MODEL_ENV) or DEFAULT_MODEL)
         self._labeller = BlocksLabeller(model) if model is not None else None
 
     def labeller(self) -> BlocksLabeller:
         if self._labeller is None:
             if not self.model_path.is_file():
                 raise FileNotFoundError(
-                    f"{self.model_path}: blocks model missing; build it with `hostcrawl clean train`"
+                    f"{self.model_path}: blocks model missing; build it with `hostcrawl clean train` "
+                    f"(or unset {MODEL_ENV} to use the packaged one)"
                 )
             self._labeller = BlocksLabeller(BlocksModel.load(self.model_path))
         return self._labeller

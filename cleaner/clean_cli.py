@@ -26,7 +26,7 @@ DATA_HELP = "WCXB-format folder: html/NNNN.html.gz, ground-truth/NNNN.json, meta
 
 def add_clean_commands(subparsers: argparse._SubParsersAction) -> None:
     """Add `clean train`, `clean eval` and `clean gate` to the hostcrawl command."""
-    from cleaner.blocks_model import DEFAULT_MODEL
+    from cleaner.blocks_model import DEFAULT_MODEL, MODEL_ENV
     from cleaner.gate import GATE_FILE
     from cleaner.registry import cleaner_names
 
@@ -42,7 +42,14 @@ def add_clean_commands(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument(
         "--data", type=Path, required=True, help="folder with html/, ground-truth/, metadata.json"
     )
-    train.add_argument("--out", type=Path, default=DEFAULT_MODEL, help=f"model file ({DEFAULT_MODEL.name})")
+    train.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help=f"model file to write, e.g. my_blocks.json.gz; use it with {MODEL_ENV}=FILE (the "
+        f"packaged model is {DEFAULT_MODEL}: name it, with --force, to replace it)",
+    )
+    train.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     train.add_argument("--passes", type=int, choices=(1, 2), default=2, help="boosted-tree passes (2)")
     train.set_defaults(func=cmd_train)
 
@@ -52,7 +59,7 @@ def add_clean_commands(subparsers: argparse._SubParsersAction) -> None:
     )
     ev.add_argument("--cleaner", required=True, help=f"one of {', '.join(cleaner_names())}")
     ev.add_argument("--predictions", type=Path, help='write {"id": ..., "text": ...} per page (JSON lines)')
-    ev.add_argument("--limit", type=int, default=0, help="only the first N pages (all)")
+    ev.add_argument("--limit", type=int, help="only the first N pages (default: all)")
     ev.add_argument("--gate-subset", action="store_true", help="only the quality gate's held-out pages")
     ev.add_argument("--json", action="store_true", help="print the report as JSON")
     ev.set_defaults(func=cmd_eval)
@@ -82,6 +89,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     from cleaner.blocks_train import load_examples, train_model
     from cleaner.wcxb import DatasetError, heldout_ids, page_ids
 
+    if args.out.exists() and not args.force:
+        _err(f"--out {args.out} exists; pass --force to overwrite it")
+        return EXIT_USAGE
+    if problem := _unwritable(args.out):
+        _err(f"--out {args.out}: {problem}")
+        return EXIT_USAGE
     console = Console(stderr=True)
     start = time.perf_counter()
     try:
@@ -107,7 +120,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _load(data: Path, limit: int, gate: Gate | None) -> tuple[list[str], int] | None:
+def _load(data: Path, limit: int | None, gate: Gate | None) -> tuple[list[str], int] | None:
     from cleaner.wcxb import DatasetError, page_ids
 
     try:
@@ -117,7 +130,7 @@ def _load(data: Path, limit: int, gate: Gate | None) -> tuple[list[str], int] | 
         return None
     if gate is not None:
         ids = gate.subset(ids)
-    if limit:
+    if limit is not None:
         ids = ids[:limit]
     return ids, len(ids)
 
@@ -164,8 +177,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.cleaner not in CLEANERS:
         _err(f"unknown cleaner {args.cleaner!r}; known: {', '.join(sorted(CLEANERS))}")
         return EXIT_USAGE
-    if args.limit < 0:
-        _err(f"--limit {args.limit}: must be 0 (all pages) or more")
+    if args.limit is not None and args.limit < 1:
+        _err(f"--limit {args.limit}: must be at least 1 (leave it out for all pages)")
         return EXIT_USAGE
     loaded = _load(args.data, args.limit, load_gate() if args.gate_subset else None)
     if loaded is None:
@@ -216,7 +229,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if args.allow_lower and not args.reason:
         _err("--allow-lower needs --reason")
         return EXIT_USAGE
-    loaded = _load(args.data, 0, gate)
+    loaded = _load(args.data, None, gate)
     if loaded is None:
         return EXIT_USAGE
     failed = False

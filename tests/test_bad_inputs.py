@@ -70,3 +70,19 @@ def test_score_refuses_files_that_are_not_warcs_and_workers_below_one(tmp_path: 
         assert done.returncode == 2, done.stderr
         assert expected in _one_line(done.stderr)
         assert not out.exists()
+
+
+def test_clean_commands_refuse_to_overwrite_a_model_and_a_limit_of_zero(tmp_path: Path) -> None:
+    """`clean train` wrote over the model shipped in the package by default; `clean eval --limit 0`
+    meant every page."""
+    model = tmp_path / "mine.json.gz"
+    model.write_bytes(b"an earlier model")
+    done = hostcrawl("clean", "train", "--data", str(tmp_path), "--out", str(model), timeout=60)
+    assert done.returncode == 2
+    assert f"--out {model} exists; pass --force" in _one_line(done.stderr)
+    assert model.read_bytes() == b"an earlier model"
+    done = hostcrawl("clean", "train", "--data", str(tmp_path), timeout=60)
+    assert done.returncode == 2 and "--out" in done.stderr  # no default: it must be named
+    done = hostcrawl("clean", "eval", "--data", str(tmp_path), "--cleaner", "blocks_v1", "--limit", "0")
+    assert done.returncode == 2
+    assert "--limit 0: must be at least 1" in _one_line(done.stderr)

@@ -6,6 +6,7 @@ import argparse
 import gzip
 import io
 import json
+import random
 from pathlib import Path
 
 import polars as pl
@@ -141,6 +142,31 @@ def test_truncated_warc_keeps_the_pages_before_the_cut_and_reports_the_rest(
     assert pl.read_parquet(out)["url"].to_list() == [u for u, _, _ in pages[:5]]
     stats = json.loads(out.with_suffix(".stats.json").read_text())
     assert len(stats["broken"]) == 1 and stats["broken"][0]["resumed_at"] is None
+
+
+@pytest.mark.parametrize("gz", [True, False])
+def test_a_warc_cut_inside_its_last_metadata_record_is_reported_not_passed(
+    tmp_path: Path, pages: list[tuple[str, bytes, bool]], gz: bool
+) -> None:
+    # Our crawls end a page with its metadata record: a file cut there lost nothing a row needs, but
+    # the archive is damaged, and the user must hear it (warcio's iterator just ends at the cut).
+    buf = io.BytesIO(build_warc(pages[:3], gz=gz, extras=False))
+    buf.seek(0, io.SEEK_END)
+    writer = WARCWriter(buf, gzip=gz)
+    pad = random.Random(0).randbytes(1500).hex()  # does not compress: the cut lands in this record
+    verdict = json.dumps({"cleaner": "blocks_v1", "pad": pad}).encode()
+    writer.write_record(
+        writer.create_warc_record(pages[2][0], "metadata", payload=io.BytesIO(verdict), length=len(verdict))
+    )
+    data = buf.getvalue()
+    warc = tmp_path / ("cut.warc.gz" if gz else "cut.warc")
+    warc.write_bytes(data[: len(data) - 500])
+    out = tmp_path / "pages.parquet"
+    assert score(["--warc", str(warc), "--out", str(out), "--workers", "1"]) == 0
+    assert pl.read_parquet(out)["url"].to_list() == [u for u, _, _ in pages[:3]]
+    stats = json.loads(out.with_suffix(".stats.json").read_text())
+    [broken] = stats["broken"]
+    assert "Content-Length" in broken["reason"] and broken["resumed_at"] is None
 
 
 def test_garbage_and_good_files_in_one_run_score_the_good_one(

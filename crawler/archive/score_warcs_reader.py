@@ -191,7 +191,17 @@ class WarcReader:
         self.stats.counts["warc/broken_record"] += 1
 
     def _take(self, record: Any, offset: int) -> HtmlPage | None:
-        """The page in an HTML response, or None with the reason counted."""
+        """The page in an HTML response, or None with the reason counted; EOFError for a record, of any
+        type, that ends before its Content-Length (warcio's iterator would end the file there silently)."""
+        page = self._page(record, offset)
+        while record.raw_stream.read(RESYNC_BLOCK):  # drain what we do not keep
+            pass
+        missing = getattr(record.raw_stream, "limit", 0)
+        if missing > 0:
+            raise EOFError(f"record ends {missing} bytes before its Content-Length")
+        return page
+
+    def _page(self, record: Any, offset: int) -> HtmlPage | None:
         counts = self.stats.counts
         counts["warc/records"] += 1
         if record.rec_type != "response":
@@ -209,11 +219,6 @@ class WarcReader:
         content_type = http.get_header("Content-Type") or ""
         is_html = not content_type or "html" in content_type.lower()
         body = record.content_stream().read(MAX_PAYLOAD_BYTES) if is_html else b""
-        while record.raw_stream.read(RESYNC_BLOCK):  # drain what we do not keep
-            pass
-        missing = getattr(record.raw_stream, "limit", 0)
-        if missing > 0:
-            raise EOFError(f"record ends {missing} bytes before its Content-Length")
         if not is_html:
             counts["response/not_html"] += 1
             return None
