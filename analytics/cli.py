@@ -200,6 +200,9 @@ def cmd_synth(args: argparse.Namespace) -> int:
     except ValueError as exc:
         _say(f"error: {exc}")
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        _say(f"interrupted: nothing was written to {args.out} (the partial data is removed); run it again")
+        return EXIT_INTERRUPTED
     _say(
         f"done: {result.host_index_rows:,} host-index rows, {result.annotated_hosts:,} annotated hosts, "
         f"{result.pages:,} pages on {result.page_hosts:,} hosts -> {args.out} (truth in truth.json)"

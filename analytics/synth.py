@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -219,8 +221,37 @@ def _pages(
 
 
 def generate(cfg: m.SynthConfig, out: Path, progress: Callable[[str], None] | None = None) -> SynthResult:
-    """Write DIR/host_index/, DIR/annotations/, DIR/ranks.parquet, DIR/pages.parquet and DIR/truth.json."""
+    """Write DIR/host_index/, DIR/annotations/, DIR/ranks.parquet, DIR/pages.parquet and DIR/truth.json.
+
+    All of it is written into a staging folder beside DIR and moved in once complete, so an interrupted
+    run leaves nothing a study would read as data (another crawl's partitions in DIR are kept).
+    """
     cfg.validate()
+    staging = out.with_name(f".{out.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        result = _generate(cfg, staging, progress)
+        _publish(staging, out, f"crawl={cfg.crawl}")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return replace(result, out=out)
+
+
+def _publish(staging: Path, out: Path, part: str) -> None:
+    """Move a finished staging folder's outputs into `out`, replacing the same files and partition."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "truth.json").unlink(missing_ok=True)  # written last: present only beside complete data
+    for sub in ("host_index", "annotations"):
+        target = out / sub / part
+        shutil.rmtree(target, ignore_errors=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging / sub / part, target)
+    for name in ("ranks.parquet", "pages.parquet", "truth.json"):
+        if (staging / name).exists():
+            os.replace(staging / name, out / name)
+
+
+def _generate(cfg: m.SynthConfig, out: Path, progress: Callable[[str], None] | None) -> SynthResult:
     latent = m.calibrate(cfg)
     part = f"crawl={cfg.crawl}"
     for sub in ("host_index", "annotations"):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -181,3 +184,30 @@ def test_unknown_quality_column_is_refused_with_the_available_ones(
 def test_synth_refuses_an_impossible_truth(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["study", "synth", "--hosts", "100", "--icc", "1.5", "--out", str(tmp_path)]) == EXIT_USAGE
     assert "--icc" in capsys.readouterr().err
+
+
+def test_synth_interrupted_leaves_nothing_a_study_would_read(tmp_path: Path) -> None:
+    """An interrupted `study synth` used to leave a host index that `study all` read as complete."""
+    out = tmp_path / "synth"
+    command = [sys.executable, "-m", "crawler.cli", "study", "synth", "--hosts", "2000000"]
+    process = subprocess.Popen(
+        [*command, "--page-hosts", "1000", "--out", str(out)], stderr=subprocess.PIPE, text=True
+    )
+    assert process.stderr is not None
+    first = process.stderr.readline()  # "hosts 500,000/..." once the first chunk is on disk
+    assert first.startswith("hosts "), first
+    process.send_signal(signal.SIGINT)
+    rest = process.communicate(timeout=120)[1]
+    assert process.returncode == 130, rest
+    assert "interrupted: nothing was written" in rest and "Traceback" not in rest
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_synth_of_a_second_crawl_keeps_the_first_crawls_partition(tmp_path: Path) -> None:
+    out = tmp_path / "synth"
+    for crawl in ("CC-MAIN-2024-10", "CC-MAIN-2024-18"):
+        argv = ["study", "synth", "--hosts", "300", "--crawl", crawl, "--out", str(out)]
+        assert main(argv) == EXIT_OK
+    parts = sorted(p.name for p in (out / "host_index").iterdir())
+    assert parts == ["crawl=CC-MAIN-2024-10", "crawl=CC-MAIN-2024-18"]
+    assert (out / "truth.json").is_file() and not (tmp_path / ".synth.partial").exists()
