@@ -18,6 +18,7 @@ from typing import Any
 
 from warcio.archiveiterator import WARCIterator
 
+from crawler.archive.content_encoding import ContentEncodingError, read_payload
 from graph.hostnames import HostNameError, host_from_url, registered_domain
 
 LOGGER = logging.getLogger(__name__)
@@ -218,7 +219,11 @@ class WarcReader:
             return None
         content_type = http.get_header("Content-Type") or ""
         is_html = not content_type or "html" in content_type.lower()
-        body = record.content_stream().read(MAX_PAYLOAD_BYTES) if is_html else b""
+        try:
+            body = read_payload(record, MAX_PAYLOAD_BYTES) if is_html else b""
+        except ContentEncodingError:
+            counts["response/bad_content_encoding"] += 1
+            return None
         if not is_html:
             counts["response/not_html"] += 1
             return None
