@@ -9,8 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from analytics.schema import SchemaError
-from analytics.study import DEFAULT_SEED, DEFAULT_THRESHOLD, STUDY_ORDER, InputError, Inputs, Output
+from analytics.study_inputs import DEFAULT_SEED, DEFAULT_THRESHOLD, STUDY_ORDER, InputError, Inputs
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 STUDY_EPILOG = """\
@@ -100,7 +99,7 @@ def _study_parsers(sub: Any) -> None:
 
 
 def _synth_parser(sub: Any) -> None:
-    from analytics.synth_model import SynthConfig
+    from analytics.synth_config import SynthConfig
 
     d = SynthConfig()
     p = sub.add_parser(
@@ -179,7 +178,7 @@ def _say(message: str) -> None:
 
 def cmd_synth(args: argparse.Namespace) -> int:
     from analytics.synth import generate
-    from analytics.synth_model import SynthConfig
+    from analytics.synth_config import SynthConfig
 
     cfg = SynthConfig(
         hosts=args.hosts,
@@ -249,6 +248,7 @@ def check_not_empty(name: str, inputs: Inputs) -> None:
 def run_study(name: str, inputs: Inputs, out_root: Path, args: argparse.Namespace) -> None:
     from analytics import db
     from analytics.studies import coverage, depth, icc, ksample, language, yieldsim
+    from analytics.study import Output
 
     check_not_empty(name, inputs)
 
@@ -320,6 +320,8 @@ def _out_root(args: argparse.Namespace) -> Path:
 def cmd_study(args: argparse.Namespace) -> int:
     import duckdb
 
+    from analytics.schema import SchemaError
+
     out_root = _out_root(args)
     try:
         inputs = resolve_inputs(args)
@@ -349,6 +351,7 @@ def _defaults_for_all() -> argparse.Namespace:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from analytics.report import ReportError, report
+    from analytics.schema import SchemaError
 
     def run_studies(data: Path, out: Path) -> list[str]:
         defaults = _defaults_for_all()

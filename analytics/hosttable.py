@@ -8,7 +8,8 @@ import duckdb
 import numpy as np
 
 from analytics import db, schema
-from analytics.study import Inputs, ranks_view
+from analytics.study import ranks_view
+from analytics.study_inputs import Inputs
 
 HOSTS_COLUMNS = (schema.Column("host", schema.STRING, "string"),)
 

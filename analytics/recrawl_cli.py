@@ -8,8 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from analytics.schema import SchemaError
-from analytics.study import InputError, Inputs
+from analytics.study_inputs import InputError, Inputs
 
 EXIT_OK, EXIT_USAGE = 0, 2
 EPILOG = """\
@@ -23,7 +22,7 @@ examples:
 
 
 def register_cli(subparsers: Any) -> None:
-    from analytics.recrawl_plan import PlanConfig
+    from analytics.plan_config import PlanConfig
 
     d = PlanConfig()
     p = subparsers.add_parser(
@@ -70,7 +69,9 @@ def _say(message: str) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from analytics.recrawl_plan import PlanConfig, build_plan, write_plan
+    from analytics.plan_config import PlanConfig
+    from analytics.recrawl_plan import build_plan, write_plan
+    from analytics.schema import SchemaError
 
     started = time.perf_counter()
     cfg = PlanConfig(

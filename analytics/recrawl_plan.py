@@ -20,8 +20,9 @@ import pyarrow.parquet as pq
 
 from analytics import db, schema
 from analytics.plan_budget import GuardReport, allocate
+from analytics.plan_config import PlanConfig
 from analytics.studies import coverage
-from analytics.study import InputError, Inputs
+from analytics.study_inputs import InputError, Inputs
 
 PLAN_FORMAT = "hostcrawl-recrawl-plan-v1"
 GEM, UNDER_COVERED, UNDER_CRAWLED = "gem", "under-covered", "under-crawled last run"
@@ -48,31 +49,6 @@ RUN_HOST_COLUMNS = (
     schema.Column("state", schema.STRING, "string"),
     schema.Column("queued", schema.INTEGER, "int64"),  # URLs the run still had queued for the host
 )
-
-
-@dataclass(slots=True)
-class PlanConfig:
-    budget: int = 10_000  # pages in all
-    per_host_cap: int = 1_000
-    max_tld_share: float = 0.3
-    max_language_share: float = 0.6
-    quality: str = coverage.DEFAULT_QUALITY
-    crawl: str | None = None
-    scheme: str | None = None  # None: each host's from a previous run, else https
-
-    def check(self) -> None:
-        if self.budget < 1:
-            raise InputError(f"--budget {self.budget}: a plan needs at least one page")
-        if self.per_host_cap < 1:
-            raise InputError(f"--per-host-cap {self.per_host_cap}: must be at least 1")
-        for flag, value in (
-            ("--max-tld-share", self.max_tld_share),
-            ("--max-language-share", self.max_language_share),
-        ):
-            if not 0 < value <= 1:
-                raise InputError(f"{flag} {value}: a share in (0, 1]")
-        if self.scheme not in (None, "http", "https"):
-            raise InputError(f"--scheme {self.scheme}: http or https")
 
 
 @dataclass(slots=True)

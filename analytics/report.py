@@ -12,7 +12,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from analytics.study import META_FILE, SECTION_FILE, STUDY_ORDER
+from analytics.study import META_FILE, SECTION_FILE
+from analytics.study_inputs import STUDY_ORDER
 
 STUDIES_SUBDIR = "studies"
 RUN_REPORT = "study-report.md"

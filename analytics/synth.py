@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from analytics import synth_model as m
 from analytics.stats import spearman
+from analytics.synth_config import SynthConfig
 from graph.ranks import RANKS_FORMAT, output_schema, percentile_expr
 
 CHUNK_HOSTS = 500_000
@@ -86,7 +87,7 @@ class SynthResult:
     truth: dict[str, object]
 
 
-def _names(cfg: m.SynthConfig, rng: np.random.Generator, index: np.ndarray, tld: np.ndarray) -> pl.DataFrame:
+def _names(cfg: SynthConfig, rng: np.random.Generator, index: np.ndarray, tld: np.ndarray) -> pl.DataFrame:
     """host, surt_host_name, registered domain and TLD, built column-wise (no Python loop per host)."""
     n = len(index)
     roll = rng.random(n)
@@ -197,7 +198,7 @@ def annotation_rows(surt: pl.Series, rng: np.random.Generator, density: np.ndarr
 
 
 def _pages(
-    cfg: m.SynthConfig,
+    cfg: SynthConfig,
     rng: np.random.Generator,
     hosts: pl.Series,
     language: np.ndarray,
@@ -220,7 +221,7 @@ def _pages(
     return pa.table(columns)
 
 
-def generate(cfg: m.SynthConfig, out: Path, progress: Callable[[str], None] | None = None) -> SynthResult:
+def generate(cfg: SynthConfig, out: Path, progress: Callable[[str], None] | None = None) -> SynthResult:
     """Write DIR/host_index/, DIR/annotations/, DIR/ranks.parquet, DIR/pages.parquet and DIR/truth.json.
 
     All of it is written into a staging folder beside DIR and moved in once complete, so an interrupted
@@ -251,7 +252,7 @@ def _publish(staging: Path, out: Path, part: str) -> None:
             os.replace(staging / name, out / name)
 
 
-def _generate(cfg: m.SynthConfig, out: Path, progress: Callable[[str], None] | None) -> SynthResult:
+def _generate(cfg: SynthConfig, out: Path, progress: Callable[[str], None] | None) -> SynthResult:
     latent = m.calibrate(cfg)
     part = f"crawl={cfg.crawl}"
     for sub in ("host_index", "annotations"):
@@ -333,7 +334,7 @@ def _subset(d: m.HostDraws, n: int) -> m.HostDraws:
     return m.HostDraws(**{f: getattr(d, f)[..., :n] for f in m.HostDraws.__slots__})
 
 
-def _write_ranks(cfg: m.SynthConfig, path: Path, hosts: pl.Series, hc: np.ndarray, pr: np.ndarray) -> None:
+def _write_ranks(cfg: SynthConfig, path: Path, hosts: pl.Series, hc: np.ndarray, pr: np.ndarray) -> None:
     """The graph package's ranks parquet (schema and metadata): positions 1 = most central, sorted by HC."""
     n = len(hc)
     hc_order, pr_order = np.argsort(-hc, kind="stable"), np.argsort(-pr, kind="stable")
@@ -353,7 +354,7 @@ def _write_ranks(cfg: m.SynthConfig, path: Path, hosts: pl.Series, hc: np.ndarra
 
 
 def _truth(
-    cfg: m.SynthConfig,
+    cfg: SynthConfig,
     latent: m.Latent,
     coverage: np.ndarray,
     observed: np.ndarray,

@@ -28,7 +28,7 @@ RSS_TARGET_GB = {"coverage": 4.0}
 def generate(workdir: Path, scale: float) -> dict[str, Path]:
     """The three data sets (skipped when already there from an earlier run with the same scale)."""
     from analytics.synth import generate as synth
-    from analytics.synth_model import SynthConfig
+    from analytics.synth_config import SynthConfig
 
     # ICC pages: the generator's log-normal mean lands slightly under the requested pages per host.
     icc_hosts = round(ICC_PAGES * scale / (ICC_PAGES_PER_HOST - 0.45))
@@ -83,7 +83,8 @@ def child(study: str, data: Path, out: Path) -> None:
     """Run one study (or, for `baseline:NAME`, its baseline) in this process; print timings as JSON."""
     from analytics import db
     from analytics.studies import coverage, depth, icc
-    from analytics.study import Inputs, Output
+    from analytics.study import Output
+    from analytics.study_inputs import Inputs
 
     con = db.connect(out / ".tmp")
     started = time.perf_counter()

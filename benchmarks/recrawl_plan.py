@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from analytics.recrawl_plan import PLAN_COLUMNS, PlanConfig, build_plan
-from analytics.study import Inputs
+from analytics.plan_config import PlanConfig
+from analytics.recrawl_plan import PLAN_COLUMNS, build_plan
+from analytics.study_inputs import Inputs
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 from crawler.testweb.hostindex import write_host_index
 

@@ -15,13 +15,11 @@ from typing import Any
 import numpy as np
 
 from cleaner.blocks_features import feature_names, page_features
+from cleaner.blocks_files import DEFAULT_MODEL, MODEL_ENV
 from cleaner.labeller import BlockLabeller, LabellerCleaner, keep_mask
 from cleaner.simplify import Block, SimplePage
 from cleaner.wcxb import words
 
-MODEL_DIR = Path(__file__).resolve().parent / "models"
-DEFAULT_MODEL = MODEL_DIR / "blocks_v1.json.gz"
-MODEL_ENV = "HOSTCRAWL_BLOCKS_MODEL"  # a `hostcrawl clean train` model to use instead of the packaged one
 FORMAT = "hostcrawl-blocks/1"
 # A block is labelled main when this share of its words aligns with the truth text.
 LABEL_MIN_SHARE = 0.5

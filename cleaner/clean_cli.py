@@ -26,7 +26,7 @@ DATA_HELP = "WCXB-format folder: html/NNNN.html.gz, ground-truth/NNNN.json, meta
 
 def add_clean_commands(subparsers: argparse._SubParsersAction) -> None:
     """Add `clean train`, `clean eval` and `clean gate` to the hostcrawl command."""
-    from cleaner.blocks_model import DEFAULT_MODEL, MODEL_ENV
+    from cleaner.blocks_files import DEFAULT_MODEL, MODEL_ENV
     from cleaner.gate import GATE_FILE
     from cleaner.registry import cleaner_names
 

@@ -148,7 +148,7 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, help="cleaning processes (default: one per core)")
     p.add_argument("--no-progress", action="store_true", help="no live progress display")
     add_status_options(p, default_port=None)
-    from crawler.run.worker import add_worker_options  # (redis and Scrapy load only for the crawl)
+    from crawler.run.worker_options import add_worker_options  # (redis and Scrapy load only for the crawl)
 
     add_worker_options(p)
     p.add_argument(
@@ -331,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     from crawler.bench.cli import add_demo_parser
     from crawler.bench.yield_bench import add_bench_parser
     from crawler.run.frontier_cli import add_frontier_parser
-    from crawler.testweb import register_cli
+    from crawler.testweb.cli import register_cli
 
     parser = argparse.ArgumentParser(
         prog="hostcrawl",

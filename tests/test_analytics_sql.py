@@ -13,7 +13,8 @@ from analytics import db
 from analytics import simulate as sim
 from analytics.hosttable import host_counts_sql, surt_sql
 from analytics.studies import coverage, ksample, language
-from analytics.study import Inputs, Output, pages_view, ranks_view
+from analytics.study import Output, pages_view, ranks_view
+from analytics.study_inputs import Inputs
 from graph.hostnames import surt_host, www_key
 
 

@@ -14,7 +14,8 @@ from scipy import stats as sps
 from analytics import db
 from analytics.stats import average_ranks, icc1_from_sums, spearman, spearman_brown, spearman_ci
 from analytics.studies import icc
-from analytics.study import Inputs, Output, pages_view
+from analytics.study import Output, pages_view
+from analytics.study_inputs import Inputs
 
 
 def _pages(tmp_path: Path, frame: pl.DataFrame) -> Inputs:

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from cleaner import CleanedPage, get_cleaner
-from cleaner.blocks_model import DEFAULT_MODEL, BlocksCleaner, BlocksModel, block_labels, drop_repeats
+from cleaner.blocks_files import DEFAULT_MODEL
+from cleaner.blocks_model import BlocksCleaner, BlocksModel, block_labels, drop_repeats
 from cleaner.blocks_train import Example, train_model
 from cleaner.simplify import simplify
 

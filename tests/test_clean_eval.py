@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from shared_data import require_shared_data
 
-from cleaner.blocks_model import DEFAULT_MODEL, BlocksModel
+from cleaner.blocks_files import DEFAULT_MODEL
+from cleaner.blocks_model import BlocksModel
 from cleaner.clean_cli import add_clean_commands
 from cleaner.evaluate import evaluate
 from cleaner.gate import load_gate

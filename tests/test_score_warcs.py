@@ -15,7 +15,7 @@ from shared_data import require_shared_data
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from crawler.archive.score_warcs import register_cli
+from crawler.archive.score_cli import register_cli
 from crawler.testweb import SiteModel, TestWebConfig
 
 PAGE_COLUMNS = ["url", "host", "registered_domain", "language", "language_score", "text_length"]

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from analytics.cli import EXIT_OK, EXIT_USAGE, main
-from analytics.study import STUDY_ORDER
+from analytics.study_inputs import STUDY_ORDER
 
 
 @pytest.fixture(scope="module")

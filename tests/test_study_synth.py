@@ -11,9 +11,10 @@ import pytest
 
 from analytics import db
 from analytics.studies import coverage, depth, icc, ksample, language
-from analytics.study import Inputs, Output
+from analytics.study import Output
+from analytics.study_inputs import Inputs
 from analytics.synth import ANNOTATION_SCHEMA, SynthResult, generate
-from analytics.synth_model import SynthConfig
+from analytics.synth_config import SynthConfig
 
 CONFIGURED_COVERAGE_RHO = 0.3  # far from the default, so recovering it cannot be an accident
 

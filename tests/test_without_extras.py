@@ -76,3 +76,41 @@ def test_a_command_that_needs_an_extra_names_it_in_one_line(bare: dict[str, str]
         assert len(lines) == 1 and f"hostcrawl[{extra}]" in lines[0], (args, lines)
         assert "Traceback" not in done.stderr
     assert not (tmp_path / "e").exists(), "nothing is written before the error"
+
+
+# What a command's `--help` must not load: the engines its work needs (each 0.1-1 s to import; together
+# they made every `--help` take 3-4 s). benchmarks/cli_startup.py measures the time.
+ENGINES = (
+    "scrapy", "twisted", "polars", "pyarrow", "duckdb", "numpy", "scipy", "matplotlib", "lightgbm",
+    "aiohttp", "redis", "torch", "transformers", "trafilatura", "datasketch", "cdxj_indexer",
+)  # fmt: skip
+PROBE = """
+import sys
+from crawler.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print("LOADED", sorted(m for m in {engines!r} if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["crawl", "--help"],
+        ["score", "--help"],
+        ["study", "icc", "--help"],
+        ["bench", "yield", "--help"],
+        ["recrawl", "plan", "--help"],
+        ["graph", "--help"],
+        ["clean", "train", "--help"],
+        ["testweb", "serve", "--help"],
+    ],
+)
+def test_help_loads_none_of_the_engines(args: list[str]) -> None:
+    code = PROBE.format(engines=ENGINES)
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60)
+    assert "usage: hostcrawl" in done.stdout, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "LOADED []"

@@ -11,9 +11,9 @@ import polars as pl
 from analytics import db, schema
 from analytics.stats import spearman_ci
 from analytics.studies import coverage_plots as plots
-from analytics.study import InputError, Inputs, Output, md_table
+from analytics.study import Output, md_table
+from analytics.study_inputs import DEFAULT_QUALITY, InputError, Inputs
 
-DEFAULT_QUALITY = "gneissweb_education"
 GEM_QUALITY_QUANTILE = 0.9  # hidden gems: top-decile quality density ...
 LOW_COVERAGE = 20  # ... and the paper's "crawled below 20%" share of the missed pages
 TOP_TLDS = 20

@@ -10,7 +10,8 @@ import polars as pl
 
 from analytics import db
 from analytics.stats import correlation_ceiling, icc1_from_sums, spearman_brown
-from analytics.study import Inputs, Output, label, md_table, pages_view
+from analytics.study import Output, label, md_table, pages_view
+from analytics.study_inputs import Inputs
 
 DEFAULT_MIN_PAGES = (3, 5, 10)
 

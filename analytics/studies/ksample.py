@@ -8,7 +8,8 @@ import polars as pl
 
 from analytics import db
 from analytics.stats import spearman_ci
-from analytics.study import DEFAULT_SEED, DEFAULT_THRESHOLD, Inputs, Output, label, md_table, pages_view
+from analytics.study import Output, label, md_table, pages_view
+from analytics.study_inputs import DEFAULT_SEED, DEFAULT_THRESHOLD, Inputs
 
 DEFAULT_MAX_K = 20
 DEFAULT_MIN_REST = 1  # the paper: hosts with >= 10 pages so that k reaches 9, i.e. at least one page left

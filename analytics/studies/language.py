@@ -9,7 +9,8 @@ import polars as pl
 
 from analytics import db
 from analytics.stats import spearman_ci
-from analytics.study import Inputs, Output, label, md_table, pages_view, ranks_view
+from analytics.study import Output, label, md_table, pages_view, ranks_view
+from analytics.study_inputs import Inputs
 
 DEFAULT_MIN_PAGES = 3  # the paper's language table uses hosts with n >= 3
 MIN_STRATUM_HOSTS = 30  # languages with fewer hosts get no row of their own

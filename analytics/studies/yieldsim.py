@@ -10,7 +10,8 @@ from matplotlib.ticker import ScalarFormatter
 
 from analytics import simulate as sim
 from analytics.hosttable import HostArrays, load_hosts
-from analytics.study import DEFAULT_SEED, DEFAULT_THRESHOLD, Inputs, Output, label, md_table, pages_view
+from analytics.study import Output, label, md_table, pages_view
+from analytics.study_inputs import DEFAULT_SEED, DEFAULT_THRESHOLD, Inputs
 
 DEFAULT_BUDGETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 REFERENCE_BUDGET = 0.1  # the paper's Table 3 fixes the budget at 10% of pages

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import polars as pl
 import tomli_w
 
 from cleaner.quality import ScorerSpec, ScorerSpecError, scorer_names
@@ -266,6 +265,8 @@ def table_problem(path: Path, key: str) -> str | None:
     """Why the parquet table given as policy.priors/truth cannot be read, or None."""
     if not path.is_file():
         return "no such file" if not path.exists() else "not a file"
+    import polars as pl  # (loaded only when a table is given: the command line starts without it)
+
     try:
         columns = set(pl.read_parquet_schema(path))
     except Exception as exc:  # polars raises several types for a file that is not parquet

@@ -28,29 +28,12 @@ from crawler.run.crawl_config import SCRAPY_SCHEDULER, ConfigError, CrawlConfig,
 from crawler.run.crawl_run import RUN_FILE, WORKERS_DIR, RunResult, finish_run
 from crawler.run.run_stats import jsonable
 from crawler.run.settings import build_settings
+from crawler.run.worker_options import DEFAULT_LEASE_S
 
 logger = logging.getLogger(__name__)
 
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-DEFAULT_LEASE_S = 60.0  # a dead worker's leases return to the queue this long after its last renewal
 CONNECT_TIMEOUT_S = 5.0
-
-
-def add_worker_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group(
-        "distributed mode",
-        "many workers, on one machine or many, crawl one run whose frontier is in Redis; each writes "
-        "RUN/workers/ID/ and the last to finish merges them into RUN (or: hostcrawl frontier merge RUN)",
-    )
-    g.add_argument("--frontier", metavar="URL", help="redis://HOST:PORT/DB: be a worker of a shared run")
-    g.add_argument("--run", dest="run_name", metavar="NAME", help="the run's name in that Redis (required)")
-    g.add_argument("--worker-id", metavar="ID", help="this worker's name (default HOSTNAME-PID-RANDOM)")
-    g.add_argument(
-        "--lease-seconds",
-        type=float,
-        default=DEFAULT_LEASE_S,
-        help=f"a dead worker's requests go to the others this long after it stopped ({DEFAULT_LEASE_S:.0f})",
-    )
 
 
 def check_worker_args(args: argparse.Namespace, config: CrawlConfig) -> None:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from crawler.testweb.config import TestWebConfig
-from crawler.testweb.server import TestWeb
 
 DEFAULT_OUT = "runs/testweb"
 DEFAULT_PORT = 8899
@@ -102,6 +101,8 @@ def make_out_dir(out: Path) -> bool:
 
 async def serve(cfg: TestWebConfig, out: Path, bind: str, port: int, ready: Path | None) -> None:
     """Serve until SIGTERM or SIGINT, then flush the log and return."""
+    from crawler.testweb.server import TestWeb
+
     web = TestWeb(cfg, out)
     bound = await web.start(bind, port)
     stop = asyncio.Event()
