@@ -11,7 +11,15 @@ from pathlib import Path
 from rich.console import Console
 
 from crawler import __version__
-from crawler.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, missing_extra, print_error
+from crawler.errors import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_STORAGE,
+    EXIT_USAGE,
+    missing_extra,
+    print_error,
+)
 from crawler.monitor.status_options import add_status_options, check_status_port
 from crawler.run.crawl_config import (
     DEFAULT_CONTACT_URL,
@@ -298,6 +306,13 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     # pages answered (any status): robots.txt and tdmrep.json answers alone are not a crawl
     pages = sum(int(v) for k, v in result.stats.items() if k.startswith("page/status/"))
     console = Console(stderr=True)
+    if result.storage_error:  # stopped at the frontier's last commit: nothing committed is lost
+        print(
+            f"hostcrawl crawl: the disk refused a write ({result.storage_error}); free space or make it "
+            f"writable, then continue with: hostcrawl crawl --resume {run_dir}",
+            file=sys.stderr,
+        )
+        return EXIT_STORAGE
     if result.interrupted:  # SIGINT/SIGTERM: Scrapy stopped scheduling and let what was in flight finish
         console.print(
             f"[yellow]interrupted[/]: {fetched} responses so far, "

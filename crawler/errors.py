@@ -7,6 +7,7 @@ import sys
 EXIT_OK = 0
 EXIT_FAILED = 1  # the crawl ran but fetched nothing, or crashed
 EXIT_USAGE = 2  # bad flags, config or seeds: nothing was written
+EXIT_STORAGE = 3  # the disk refused a write (full, read-only): stopped at the last commit, resumable
 EXIT_INTERRUPTED = 130
 
 

@@ -178,6 +178,8 @@ class RedisHostScheduler(HostScheduler):
     # -- handing out --------------------------------------------------------------------------------
 
     def next_request(self) -> Request | None:
+        if self.frozen:  # stopping: the claimed leases go back to the run at close
+            return None
         while self.inbox:
             claimed = self.inbox.pop(0)
             lease_id = int(claimed.lease_id)
@@ -296,7 +298,7 @@ class RedisHostScheduler(HostScheduler):
         """A worker that dies before recording the page loses its lease, and another fetches it again."""
 
     def scored(self, lease: Lease, score: float | None, checkpoint: dict[str, str] | None = None) -> None:
-        if lease.settled:
+        if lease.settled or self.frozen:  # the disk refused a write: the lease runs out, the run refetches
             return
         if not lease.ended:  # a network error, or dropped before the network (robots.txt, private address)
             self._end(lease, fetched=lease.fetched)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +20,7 @@ from scheduler.lease import Lease
 from scheduler.policies import PolicyConfig, make_policy
 from scheduler.queue_window import MEMORY_URLS
 from scheduler.resume import load_frontier
-from scheduler.sqlite_store import SQLiteFrontier, decode_meta, encode_meta
+from scheduler.sqlite_store import SQLiteFrontier, decode_meta, encode_meta, refused_by_disk
 from scheduler.urls import canonical, redirected_back
 
 if TYPE_CHECKING:
@@ -53,6 +54,10 @@ host_discovered = object()
 politeness_changed = object()
 # Sent by this scheduler on open, with what a previous run stored: rows=[(host, part, state), ...]
 politeness_restored = object()
+# Sent by whatever the disk refuses a write (full, read-only, over quota; the WARC, the sinks, the
+# frontier itself): where=path, error=str. The frontier commits nothing more, so the run on disk stays
+# as it was at the last page committed, and the crawl stops: `--resume` goes on from there.
+storage_failed = object()
 
 
 def engine_wake(crawler: Crawler) -> Callable[[], None] | None:
@@ -95,6 +100,8 @@ class HostScheduler:
         self.frontier: HostFrontier | None = None
         self.spider: Any = None
         self.wakeup: Any = None
+        self.frozen = False  # the disk refused a write: nothing more is committed (storage_failed)
+        crawler.signals.connect(self.freeze, signal=storage_failed)
         crawler.signals.connect(self.left_downloader, signal=signals.request_left_downloader)
         crawler.signals.connect(self.scored, signal=page_scored)
         crawler.signals.connect(self.fetched, signal=page_fetched)
@@ -137,10 +144,22 @@ class HostScheduler:
                 signal=page_recovered, lease=lease, page=page.page, html=page.html
             )
 
+    def freeze(self, where: str, error: str) -> None:
+        self.frozen = True
+
+    def _store_failed(self, exc: sqlite3.Error) -> None:
+        """The frontier's own file refused a write: the transaction is lost, as in a kill -9."""
+        if not refused_by_disk(exc):
+            raise exc
+        where = str(self.run_dir / FRONTIER_FILE)
+        self.crawler.signals.send_catch_log(signal=storage_failed, where=where, error=str(exc))
+
     def close(self, reason: str) -> None:
         if self.wakeup is not None and self.wakeup.active():
             self.wakeup.cancel()
-        if self.frontier is not None:
+        if self.frontier is not None and self.frozen:
+            self.frontier.store.abandon()  # what the last commit holds is what the resume finds
+        elif self.frontier is not None:
             for key, value in self.frontier.score_lag.stats().items():
                 self.stats.set_value(key, value)
             self.stats.set_value("frontier/queue_paged_in", self.frontier.windows.paged_in)
@@ -214,6 +233,8 @@ class HostScheduler:
 
     def next_request(self) -> Request | None:
         assert self.frontier is not None
+        if self.frozen:  # stopping: what is left stays queued for the resume
+            return None
         lease = self.frontier.next()
         if lease is None:
             self._wake_when_ready()
@@ -259,18 +280,25 @@ class HostScheduler:
 
     def fetched(self, lease: Lease, page: dict[str, Any], html: str) -> None:
         """Archived and parsed: commit it with its links, so a crash from here on costs no refetch."""
-        if self.frontier is not None and not lease.settled:
+        if self.frontier is None or lease.settled or self.frozen:
+            return
+        try:
             self.frontier.store.fetched(lease.row_id, page, html)
             self.frontier.commit()
+        except sqlite3.OperationalError as exc:
+            self._store_failed(exc)
 
     def scored(self, lease: Lease, score: float | None, checkpoint: dict[str, str] | None = None) -> None:
-        if self.frontier is None:
+        if self.frontier is None or self.frozen:
             return
-        for key, value in (checkpoint or {}).items():
-            self.frontier.store.set_meta(key, value)  # committed by `observe`, with this page
-        if not lease.ended:  # a middleware dropped it before the network (robots.txt, private address)
-            self.frontier.fetch_ended(lease, False, 0.0)
-        self.frontier.observe(lease, score)
+        try:
+            for key, value in (checkpoint or {}).items():
+                self.frontier.store.set_meta(key, value)  # committed by `observe`, with this page
+            if not lease.ended:  # a middleware dropped it before the network (robots.txt, private address)
+                self.frontier.fetch_ended(lease, False, 0.0)
+            self.frontier.observe(lease, score)
+        except sqlite3.OperationalError as exc:
+            self._store_failed(exc)
         self._nudge()  # a score can make a host eligible; don't wait for the engine's heartbeat
 
     def host_timer(self, host: str, ready_at: float) -> None:
@@ -292,5 +320,5 @@ class HostScheduler:
             self.frontier.groups.join(host, f"ip:{address}")
 
     def politeness_changed(self, host: str, part: str, state: dict[str, Any]) -> None:
-        if self.frontier is not None:
+        if self.frontier is not None and not self.frozen:
             self.frontier.store.save_politeness(host, part, state)

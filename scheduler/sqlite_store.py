@@ -7,6 +7,7 @@ someone prepared) is refused with a FrontierError; it is never unpickled.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
@@ -101,6 +102,12 @@ class StoredUrl:
     discover: bool
 
 
+def refused_by_disk(exc: sqlite3.Error) -> bool:
+    """A write the disk refused (full, read-only, I/O error), not a foreign or damaged file."""
+    name = getattr(exc, "sqlite_errorname", "")
+    return name.startswith(("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_CANTOPEN"))
+
+
 class SQLiteFrontier:
     """Storage only: the scheduler keeps the working set in memory and writes through here.
 
@@ -122,6 +129,8 @@ class SQLiteFrontier:
             self.db.executescript(SCHEMA)
             self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         except sqlite3.DatabaseError as exc:
+            if refused_by_disk(exc):  # the file is fine, the disk is not: the caller says so
+                raise
             raise FrontierError(
                 f"{path}: not a usable hostcrawl frontier ({exc}); "
                 "start a new run with a fresh --out instead of --resume"
@@ -161,6 +170,13 @@ class SQLiteFrontier:
     def close(self) -> None:
         if self.db.in_transaction:
             self.db.execute("COMMIT")
+        self.db.close()
+
+    def abandon(self) -> None:
+        """Close without committing: the file keeps what the last commit holds (a full disk, a stop)."""
+        with contextlib.suppress(sqlite3.Error):
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
         self.db.close()
 
     def add_seen(self, fps: Iterable[int]) -> None:

@@ -18,7 +18,9 @@ from warcio.checker import Checker
 
 from crawler.bench.audit import audit_test_web, read_request_log
 from crawler.pages.sinks import read_text_shards
+from crawler.run.crawl_config import FetchConfig
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
+from crawler.testweb.hostile import HUGE_BYTES
 
 pytestmark = pytest.mark.slow
 
@@ -173,6 +175,21 @@ def test_warc_files_read_back_and_hold_what_the_server_sent(crawl: Crawl) -> Non
     assert converted and set(converted) <= set(refers), "cleaned text goes in WET-like conversion records"
     robots = [u for u in responses.values() if u.endswith("/robots.txt")]
     assert len(robots) >= 40, "robots.txt fetches are archived too"
+
+
+def test_a_huge_body_is_archived_cut_whether_chunked_or_of_declared_length(crawl: Crawl) -> None:
+    """50 MB chunked, or with `Content-Length: 50 MB`: both kept to the page cap, marked truncated."""
+    cut: dict[str, tuple[str, int]] = {}
+    for path in sorted((crawl.run_dir / "warc").glob("*.warc.gz")):
+        with path.open("rb") as fh:
+            for record in ArchiveIterator(fh):
+                uri = record.rec_headers.get_header("WARC-Target-URI") or ""
+                if record.rec_type == "response" and uri.endswith(("/huge/stream", "/huge/length")):
+                    truncated = record.rec_headers.get_header("WARC-Truncated")
+                    cut[uri.rsplit("/", 1)[1]] = (truncated, len(record.raw_stream.read()))
+    assert set(cut) == {"stream", "length"}, cut
+    for truncated, size in cut.values():
+        assert truncated == "length" and FetchConfig().max_page_bytes <= size < HUGE_BYTES, cut
 
 
 def test_every_hostile_host_is_survived_and_counted(crawl: Crawl) -> None:

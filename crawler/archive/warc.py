@@ -5,6 +5,7 @@ Pure module (no Scrapy) so the archive format can be tested byte for byte withou
 
 from __future__ import annotations
 
+import contextlib
 import http
 import json
 import os
@@ -25,9 +26,9 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
-from crawler.archive.warc_files import WarcLocation, open_path, publish, recover_open_files
+from crawler.archive.warc_files import OPEN_SUFFIX, WarcLocation, open_path, publish, recover_open_files
 
-__all__ = ["FetchRecord", "WarcLocation", "WarcWriter", "recover_open_files"]
+__all__ = ["FetchRecord", "StorageError", "WarcLocation", "WarcWriter", "recover_open_files"]
 
 WARC_VERSION = "WARC/1.1"
 FORMAT = "WARC File Format 1.1"
@@ -37,6 +38,10 @@ TRUNCATED_REASONS = frozenset({"length", "time", "disconnect", "unspecified"})
 # Statuses (besides 1xx, and any HEAD) whose responses carry no body to check a length against.
 _BODILESS_STATUSES = frozenset({204, 304})
 _HOST_UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
+
+
+class StorageError(OSError):
+    """The disk refused a write (full, read-only, over quota): the message names the file and why."""
 
 
 def _software() -> str:
@@ -145,10 +150,10 @@ class WarcWriter:
         self._finished: list[Path] = []
         self._current: Path | None = None
         self._fh: BinaryIO | None = None
-        self._warc: WARCWriter | None = None
         self._warcinfo_id = ""
         self._serial = self._next_free_serial()
         self._closed = False
+        self.failed: str | None = None  # why the disk refused a write: nothing more is written
         self.last_response: WarcLocation | None = None  # of the latest write_fetch/write_revisit
 
     @property
@@ -196,14 +201,15 @@ class WarcWriter:
         for name, value in extra_headers:
             warc_headers.add_header(name, value)
         assert self._fh is not None and self._current is not None
-        offset = self._fh.tell()
-        self._write(rec_type, warc_headers, http_headers, payload)
-        self.last_response = WarcLocation(self._current.name, offset, self._fh.tell() - offset)
-        self._write_request(rec, url, date, record_id)
+        start = self._fh.tell()
+        response = self._record(rec_type, warc_headers, http_headers, payload)
+        request = self._request_record(rec, url, date, record_id)
+        self._append(response + request)  # both or neither: a request stays beside its response
+        self.last_response = WarcLocation(self._current.name, start, len(response))
         self._after_write()
         return record_id
 
-    def _write_request(self, rec: FetchRecord, url: str, date: str, response_id: str) -> None:
+    def _request_record(self, rec: FetchRecord, url: str, date: str, response_id: str) -> bytes:
         target, host = _request_target_and_host(url)
         req_headers = list(rec.request_headers)
         if not any(name.lower() == "host" for name, _ in req_headers):
@@ -219,7 +225,7 @@ class WarcWriter:
             concurrent_to=response_id,
             ip_address=rec.ip_address,
         )
-        self._write("request", warc_headers, request_line, b"")
+        return self._record("request", warc_headers, request_line, b"")
 
     def write_metadata(self, url: str, refers_to: str, data: dict) -> str:
         """Archive scores known only after cleaning, linked to the response they describe."""
@@ -242,7 +248,7 @@ class WarcWriter:
             content_type=content_type,
             refers_to=refers_to,
         )
-        self._write(rec_type, headers, None, body)
+        self._append(self._record(rec_type, headers, None, body))
         self._after_write()
         return record_id
 
@@ -291,15 +297,17 @@ class WarcWriter:
         ]
         return StatusAndHeaders("", headers, protocol=WARC_VERSION)
 
-    def _write(
+    def _record(
         self,
         rec_type: str,
         warc_headers: StatusAndHeaders,
         http_headers: StatusAndHeaders | None,
         body: bytes,
-    ) -> None:
-        assert self._warc is not None
-        record = self._warc.create_warc_record(
+    ) -> bytes:
+        """One record as its whole gzip member, built in memory and not yet written."""
+        buffer = BytesIO()
+        warc = WARCWriter(buffer, gzip=True, warc_version=WARC_VERSION)
+        record = warc.create_warc_record(
             warc_headers.get_header("WARC-Target-URI") or "",
             rec_type,
             payload=BytesIO(body),
@@ -307,8 +315,26 @@ class WarcWriter:
             warc_headers=warc_headers,
             http_headers=http_headers,
         )
-        # warcio ends each record with its gzip trailer and a flush: a crash loses at most this one.
-        self._warc.write_record(record)
+        warc.write_record(record)
+        return buffer.getvalue()
+
+    def _append(self, data: bytes) -> None:
+        """Write whole records through to the OS, or none of them: a write the disk refuses (full,
+        read-only, quota) is cut off again, the file stays valid to its last record and is left
+        `.open` for the resume to finish, and every later write fails at once (`StorageError`)."""
+        if self.failed is not None:
+            raise StorageError(self.failed)
+        assert self._fh is not None and self._current is not None
+        start = self._fh.tell()
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[self._fh.write(view) or 0 :]
+        except OSError as exc:
+            self.failed = f"{self._current}{OPEN_SUFFIX}: {exc.strerror or exc}"
+            with contextlib.suppress(OSError):  # a read-only disk refuses the cut too: the resume cuts
+                os.ftruncate(self._fh.fileno(), start)
+            raise StorageError(self.failed) from exc
 
     def _ensure_open(self) -> None:
         if self._closed:
@@ -322,8 +348,8 @@ class WarcWriter:
         )
         self._serial += 1
         self._current = self.directory / name
-        self._fh = open(open_path(self._current), "xb")  # noqa: SIM115 - lives across calls
-        self._warc = WARCWriter(self._fh, gzip=True, warc_version=WARC_VERSION)
+        # unbuffered: `_append` alone decides what reaches the file
+        self._fh = open(open_path(self._current), "xb", buffering=0)  # noqa: SIM115 - lives across calls
         self._warcinfo_id = self._new_id()
         fields = {
             "software": _software(),
@@ -334,7 +360,7 @@ class WarcWriter:
         }
         body = "".join(f"{k}: {v}\r\n" for k, v in fields.items() if v).encode("utf-8")
         headers = self._warc_headers("warcinfo", _warc_date(stamp), self._warcinfo_id, "", filename=name)
-        self._write("warcinfo", headers, None, body)
+        self._append(self._record("warcinfo", headers, None, body))
 
     def _after_write(self) -> None:
         """Rotate between fetches, never inside one, so a request stays beside its response."""
@@ -344,11 +370,14 @@ class WarcWriter:
     def _finish_current(self) -> None:
         if self._fh is None or self._current is None:
             return
-        self._fh.flush()
+        if self.failed is not None:  # left `.open`: the resume cuts it to its last whole record
+            with contextlib.suppress(OSError):
+                self._fh.close()
+            self._fh = None
+            return
         os.fsync(self._fh.fileno())
         self._fh.close()
         self._fh = None
-        self._warc = None
         publish(open_path(self._current), self._current)
         self._finished.append(self._current)
         if self.on_finished is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 from datetime import UTC, datetime
@@ -16,6 +17,8 @@ from crawler import __version__
 from crawler.archive.revisit import PREVIOUS_META, REVISIT_META, revisit_of, write_revisit
 from crawler.archive.warc import FetchRecord, WarcWriter
 from crawler.archive.warc_files import write_cdxj
+from crawler.fetch.shutdown import StopCancelled
+from scheduler.scrapy_scheduler import storage_failed
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -27,6 +30,8 @@ WARC_LOCATION_META = "hostcrawl_warc_location"  # the response record's warc_fil
 FETCHED_AT_META = "hostcrawl_fetched_at"
 # A request in flight at a kill whose response is already archived: its record (archived_fetch.py)
 ARCHIVED_META = "hostcrawl_archived"
+
+logger = logging.getLogger(__name__)
 
 
 def header_pairs(headers: Headers) -> list[tuple[str, str]]:
@@ -60,6 +65,7 @@ class WarcCaptureMiddleware:
         settings = crawler.settings
         run_dir = Path(settings["HOSTCRAWL_RUN_DIR"])
         self.stats = crawler.stats
+        self.signals = crawler.signals
         self.indexing: list[threading.Thread] = []
         self.writer = WarcWriter(
             run_dir / "warc",
@@ -105,6 +111,16 @@ class WarcCaptureMiddleware:
         )
         if record.truncated == "disconnect":
             self.stats.inc_value("fetch/truncated/disconnect")
+        try:
+            self._archive(request, response, record)
+        except OSError as exc:  # nothing of this fetch is in the WARC: its lease stays open for a resume
+            self.refused(exc, str(self.writer.directory))
+            raise StopCancelled(f"not archived: the disk refused a write ({request.url})") from None
+        if (where := self.writer.last_response) is not None:
+            request.meta[WARC_LOCATION_META] = where.columns()
+        return response
+
+    def _archive(self, request: Request, response: Response, record: FetchRecord) -> None:
         profile = revisit_of(request.meta, response.status, response.body)
         if profile is not None:  # a revisit of an earlier capture: not a new response record
             request.meta[REVISIT_META] = profile
@@ -115,9 +131,12 @@ class WarcCaptureMiddleware:
         else:
             request.meta[WARC_ID_META] = self.writer.write_fetch(record)
             self.stats.inc_value("warc/records/response")
-        if (where := self.writer.last_response) is not None:
-            request.meta[WARC_LOCATION_META] = where.columns()
-        return response
+
+    def refused(self, exc: OSError, where: str) -> None:
+        """The disk refused a write: the crawl stops (crawler/run/storage_stop.py)."""
+        where = self.writer.failed or f"{exc.filename or where}: {exc.strerror or exc}"
+        path, _, error = where.partition(": ")
+        self.signals.send_catch_log(signal=storage_failed, where=path, error=error)
 
     def write_metadata(self, url: str, response_id: str, data: dict[str, Any], text: str | None) -> None:
         if text:
@@ -128,10 +147,17 @@ class WarcCaptureMiddleware:
 
     def _index(self, warc: Path) -> None:
         """CDXJ beside each finished WARC, off the reactor: a rotated file is indexed while crawling on."""
-        thread = threading.Thread(target=write_cdxj, args=(warc,), name=f"cdxj {warc.name}")
+        thread = threading.Thread(target=self._write_cdxj, args=(warc,), name=f"cdxj {warc.name}")
         thread.start()
         self.indexing.append(thread)
         self.stats.inc_value("warc/cdxj_files")
+
+    def _write_cdxj(self, warc: Path) -> None:
+        try:
+            write_cdxj(warc)
+        except OSError as exc:  # atomic: no half index; the resume writes what is missing
+            logger.warning("%s: no CDXJ index written (%s)", warc, exc.strerror or exc)
+            self.stats.inc_value("warc/cdxj_failed")
 
     def close(self) -> None:
         self.writer.close()

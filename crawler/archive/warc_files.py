@@ -158,6 +158,14 @@ def recover_open_files(directory: Path) -> dict[Path, int]:
     return recovered
 
 
+def index_unindexed(directory: Path) -> None:
+    """A CDXJ for every finished WARC without one (its index was refused by a full disk). Only where
+    no writer runs: a resume before its crawl starts."""
+    for warc in sorted(Path(directory).glob(f"*{WARC_SUFFIX}")):
+        if not cdxj_path(warc).exists():
+            write_cdxj(warc)
+
+
 def responses_in(path: Path) -> dict[str, dict[str, Any]]:
     """The last whole, untruncated response record of each URL in one WARC file: its id, HTTP status and
     where it is (warc_filename, warc_offset, warc_length, as pages.parquet locates a record)."""

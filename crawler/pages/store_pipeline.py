@@ -33,7 +33,7 @@ from crawler.pages.batch_cleaner import (
 from crawler.pages.sinks import CHECKPOINT_META, PAGES_SPOOL, PageSpool, SinkCheckpoint, TextSink
 from crawler.run.run_stats import ATTEMPTS, STATS_META, dumps_stats
 from scheduler.lease import Lease
-from scheduler.scrapy_scheduler import page_fetched, page_recovered, page_scored
+from scheduler.scrapy_scheduler import page_fetched, page_recovered, page_scored, storage_failed
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -91,7 +91,9 @@ class CleanScoreStorePipeline:
         self.started = (0.0, 0.0)  # wall and CPU seconds of this process when the spider opened
         self.recovered: list[dict[str, Any]] = []  # pages an earlier run fetched and never scored
         self.recovering: set[asyncio.Task[dict[str, Any]]] = set()
+        self.storage_failed = False  # a write was refused (crawler/run/storage_stop.py): commit nothing more
         crawler.signals.connect(self._recovered, signal=page_recovered)
+        crawler.signals.connect(self._storage_failed, signal=storage_failed)
         crawler.signals.connect(self._idle, signal=signals.spider_idle)
 
     @classmethod
@@ -137,6 +139,9 @@ class CleanScoreStorePipeline:
             task.add_done_callback(self.recovering.discard)
         self.recovered = []
 
+    def _storage_failed(self, where: str, error: str) -> None:
+        self.storage_failed = True
+
     def _idle(self) -> None:
         """Recovered pages are not in Scrapy's scraper slot: keep the crawl open until they are scored."""
         if self.recovering:
@@ -151,10 +156,13 @@ class CleanScoreStorePipeline:
         # the crawling process alone (reactor, parsing, writing; not the workers): CPU near wall = the limit
         self.stats.set_value("clean/crawl_process_cpu_seconds", round(cpu, 3))
         self.stats.set_value("clean/crawl_process_wall_seconds", round(wall, 3))
-        if self.text is not None:
-            self.text.close()
-        if self.pages is not None:
-            self.pages.close()
+        for sink in (self.text, self.pages):
+            try:
+                if sink is not None:
+                    sink.close()
+            except OSError:
+                if not self.storage_failed:
+                    raise  # after a refused write the resume cuts both back to the last commit
 
     async def process_item(self, item: dict[str, Any], spider: Any = None) -> dict[str, Any]:
         assert self.text is not None and self.pages is not None
@@ -168,10 +176,10 @@ class CleanScoreStorePipeline:
         row = dict(item, cleaner=None, n_words=0, curated=False, title=None, language=None)
         for name in self.scorers:
             row[score_column(name)] = None
+        result: PageResult | None = None
         if html is not None and self.batcher is None:
             row["cleaner"] = NO_CLEANER  # cleaning switched off: the page is stored, never scored
             self.stats.inc_value("page/not_cleaned")
-            self._write_metadata(item, row, None)
         elif html is not None and self.batcher is not None:
             result = await self.batcher.clean(html, item["url"])
             if self._stopping() and lease is not None and _pool_failure(result.error):
@@ -179,8 +187,17 @@ class CleanScoreStorePipeline:
                 # frontier and the resumed run cleans it again
                 self.stats.inc_value("page/left_for_resume")
                 return row
-            self._record(item, row, result)
-        self.pages.write(row)
+        if self.storage_failed:  # the disk refused a write: nothing more is committed
+            self.stats.inc_value("page/left_for_resume")
+            return row
+        try:
+            if result is not None:
+                self._record(item, row, result)
+            elif html is not None:
+                self._write_metadata(item, row, None)
+            self.pages.write(row)
+        except OSError as exc:
+            return self._refused(exc, row)
         self.stats.inc_value("page/recorded")
         if lease is not None:
             score = crawl_value(
@@ -192,6 +209,16 @@ class CleanScoreStorePipeline:
             self.crawler.signals.send_catch_log(
                 signal=page_scored, lease=lease, score=score, checkpoint=self._checkpoint()
             )
+        return row
+
+    def _refused(self, exc: OSError, row: dict[str, Any]) -> dict[str, Any]:
+        """The disk refused the page's text, row or metadata: nothing of it is committed, and the crawl
+        stops (crawler/run/storage_stop.py); the resumed run cuts the sinks back and cleans it again."""
+        where = str(exc.filename) if exc.filename else str(self.run_dir)
+        self.crawler.signals.send_catch_log(
+            signal=storage_failed, where=where, error=exc.strerror or str(exc)
+        )
+        self.stats.inc_value("page/left_for_resume")
         return row
 
     def _stopping(self) -> bool:

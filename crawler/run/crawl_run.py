@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from scrapy.crawler import CrawlerProcess
 from cleaner.quality import score_column
 from crawler.archive.archived_fetch import mark_archived_in_flight
 from crawler.archive.warc import recover_open_files
+from crawler.archive.warc_files import index_unindexed
 from crawler.fetch.politeness import Politeness
 from crawler.fetch.spider import HostSpider
 from crawler.pages.sinks import CHECKPOINT_META, SinkCheckpoint, cut_to_checkpoint
@@ -33,8 +35,9 @@ from crawler.run.run_stats import (
     merge_stats,
 )
 from crawler.run.settings import build_settings
+from crawler.run.storage_stop import STORAGE_STAT
 from scheduler.scrapy_scheduler import FRONTIER_FILE
-from scheduler.sqlite_store import SQLiteFrontier
+from scheduler.sqlite_store import SQLiteFrontier, refused_by_disk
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +55,11 @@ class RunResult:
 
     def stat(self, key: str, default: Any = 0) -> Any:
         return self.stats.get(key, default)
+
+    @property
+    def storage_error(self) -> str | None:
+        """ "PATH: reason" of the write the disk refused, which stopped the crawl; None if none was."""
+        return self.stats.get(STORAGE_STAT)
 
     @property
     def interrupted(self) -> bool:
@@ -80,6 +88,8 @@ def recover_run(run_dir: Path) -> dict[str, Any]:
     try:
         store.check()  # and so does a row that is not JSON (a pickle): before anything is changed
         recovered = recover_open_files(run_dir / "warc") if (run_dir / "warc").exists() else {}
+        if (run_dir / "warc").exists():
+            index_unindexed(run_dir / "warc")
         for path, records in recovered.items():
             logger.info("recovered %s with %d complete records", path, records)
         if archived := mark_archived_in_flight(store, list(recovered)):
@@ -114,14 +124,29 @@ def run_crawl(
     if not config.seeds:
         raise ConfigError("no seeds: give --seeds FILE, seeds in the config, or URLs")
     prior: dict[str, Any] = {}
-    if resume:
-        prior = recover_run(run_dir)
-    else:
-        prepare_run_dir(run_dir, ignore)
-    (run_dir / "config.toml").write_text(config.to_toml(), encoding="utf-8")
+    try:
+        if resume:
+            prior = recover_run(run_dir)  # again and again until there is room: it cuts, never adds
+        else:
+            prepare_run_dir(run_dir, ignore)
+        (run_dir / "config.toml").write_text(config.to_toml(), encoding="utf-8")
+    except (OSError, sqlite3.OperationalError) as exc:  # still full or read-only: nothing crawled yet
+        if isinstance(exc, sqlite3.OperationalError) and not refused_by_disk(exc):
+            raise
+        where = getattr(exc, "filename", None) or run_dir / FRONTIER_FILE  # sqlite names no file
+        return RunResult(run_dir, {STORAGE_STAT: f"{where}: {getattr(exc, 'strerror', None) or exc}"}, {})
     settings = build_settings(
         config, run_dir, progress=progress, status_port=status_port, status_bind=status_bind
     )
+    return crawl_and_finish(settings, config, run_dir, prior)
+
+
+def crawl_and_finish(
+    settings: dict[str, Any], config: CrawlConfig, run_dir: Path, prior: dict[str, Any] | None = None
+) -> RunResult:
+    """Run the crawl in this process's reactor, then write its tables, stats and report however it
+    ended, unless the disk refused a write: then nothing more goes onto it, and the frontier's last
+    commit is what `--resume` goes on from (crawler/run/storage_stop.py)."""
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(HostSpider)
     started = time.monotonic()
@@ -133,7 +158,8 @@ def run_crawl(
         stats = {k: jsonable(v) for k, v in crawler.stats.get_stats().items()}
         politeness = crawler.get_extension(Politeness)
         delays = {h: s.delay for h, s in politeness.hosts.items()} if politeness else {}
-        stats = finish_run(run_dir, config, stats, delays, wall, prior)
+        if STORAGE_STAT not in stats:
+            stats = finish_run(run_dir, config, stats, delays, wall, prior)
     return RunResult(run_dir, stats, delays)
 
 

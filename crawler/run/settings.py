@@ -34,6 +34,7 @@ EXTENSIONS = {
     "scrapy.extensions.remote_control.RemoteControl": None,
     "crawler.fetch.politeness.Politeness": 10,
     "crawler.fetch.shutdown.StopDeadline": 15,  # a stop cancels requests that only wait for a host's delay
+    "crawler.run.storage_stop.StorageStop": 16,  # a full or read-only disk stops the crawl, resumable
     "crawler.fetch.limits.ResponseSizeCap": 10,
     "crawler.monitor.status.CrawlStatus": 490,  # the snapshot the progress line and the status page show
     "crawler.monitor.status.WorkerGauges": 495,  # a distributed run's worker: gauges go with its heartbeat

@@ -15,18 +15,12 @@ import logging
 import os
 import re
 import socket
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from scrapy.crawler import CrawlerProcess
-
-from crawler.fetch.politeness import Politeness
-from crawler.fetch.spider import HostSpider
 from crawler.run.crawl_config import SCRAPY_SCHEDULER, ConfigError, CrawlConfig, validate
-from crawler.run.crawl_run import RUN_FILE, WORKERS_DIR, RunResult, finish_run
-from crawler.run.run_stats import jsonable
+from crawler.run.crawl_run import RUN_FILE, WORKERS_DIR, RunResult, crawl_and_finish
 from crawler.run.settings import build_settings
 from crawler.run.worker_options import DEFAULT_LEASE_S
 
@@ -115,22 +109,11 @@ def run_worker(
         config, worker_dir, progress=progress, status_port=status_port, status_bind=status_bind
     )
     settings.update(worker_settings(config, worker_dir, frontier_url, run_name, worker_id, lease_seconds))
-    process = CrawlerProcess(settings)
-    crawler = process.create_crawler(HostSpider)
-    started = time.monotonic()
-    try:
-        process.crawl(crawler, seeds=config.seeds, follow_cross_host=config.fetch.follow_cross_host)
-        process.start()
-    finally:
-        wall = time.monotonic() - started
-        stats = {k: jsonable(v) for k, v in crawler.stats.get_stats().items()}
-        politeness = crawler.get_extension(Politeness)
-        delays = {h: s.delay for h, s in politeness.hosts.items()} if politeness else {}
-        stats = finish_run(worker_dir, config, stats, delays, wall)
+    result = crawl_and_finish(settings, config, worker_dir)
+    stats, delays = result.stats, result.crawl_delays
     with contextlib.suppress(redis.RedisError):  # a worker that fetched nothing while the others did
         stats["frontier/run/fetched"] = frontier.counters().get("fetched", 0)  # has not failed
-    result = RunResult(worker_dir, stats, delays)
-    if stats.get("finish_reason") != "shutdown":
+    if not result.interrupted and result.storage_error is None:
         from crawler.run.worker_merge import merge_if_last
 
         merged = merge_if_last(run_dir, frontier, worker_id, config)
