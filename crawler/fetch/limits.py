@@ -39,7 +39,8 @@ class ResponseSizeCap:
         handler and put back at the first bytes, before the decompression middleware reads it as
         the decoded-size cap (gzip bombs still stop there)."""
         cap = request.meta.get("download_maxsize", self.max_decoded)
-        if cap and body_length > cap:
+        # a chunked body's length is Twisted's UNKNOWN_LENGTH, a string: only a declared one counts
+        if cap and isinstance(body_length, int) and body_length > cap:
             request.meta[DECODED_CAP_META] = cap
             request.meta["download_maxsize"] = body_length
 
