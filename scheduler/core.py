@@ -90,11 +90,13 @@ class HostFrontier:
         force: bool = False,
         after: Lease | None = None,
         discover: bool = False,
+        behind: bool = False,
     ) -> str | None:
         """Queue a URL; returns why it was not queued (a stats reason) or None.
 
         `force` skips dedup and trap checks (retries); `after` is the lease a retry or redirect
-        continues: the URL goes to the front of its host's queue and keeps the lease's place in line.
+        continues: the URL goes to the front of its host's queue and keeps the lease's place in line,
+        or to its back with `behind` (robots.txt said "not now" for this URL's origin).
         """
         url = canonical(url)
         parts = urlsplit(url)
@@ -122,18 +124,20 @@ class HostFrontier:
             return "trap/pattern_explosion"
         if not force:
             self.seen.add(fp)
+        after = None if behind else after  # `behind`: queued again as if new, the youngest of its host
         seq = after.seq if after is not None else next(self.seq)
         # its place in the host's queue: retries and sitemaps before everything queued so far
-        position = -next(self.seq) if after is not None else -seq if discover else seq
+        front = after is not None or (discover and not behind)
+        position = -next(self.seq) if after is not None else -seq if front else seq
         row_id = self.store.push(host_name, url, depth, seq, extra, discover, position)
         item = QueuedUrl(url, depth, seq, row_id, extra, discover, position)
-        if after is not None or discover:
+        if front:
             record.queue.appendleft(item)  # finish what was started before starting anything new
         else:
             record.queue.append(item)
         # re-ranked when it may now lead: the first URL, one put in front, or one shallower than the head
         # (a seed Scrapy handed over after the host's first links: breadth-first fetches it first)
-        if len(record.queue) == 1 or after is not None or discover or depth < record.queue[0].depth:
+        if len(record.queue) == 1 or front or depth < record.queue[0].depth:
             self.touch(record)
         return None
 

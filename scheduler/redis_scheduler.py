@@ -41,6 +41,7 @@ from scheduler.redis_link import RedisLink
 from scheduler.scrapy_scheduler import (
     DISCOVER_META,
     KEPT_META,
+    LATER_META,
     LEASE_META,
     POLICY_META,
     HostScheduler,
@@ -48,7 +49,7 @@ from scheduler.scrapy_scheduler import (
     politeness_restored,
 )
 from scheduler.shared_policy import UNRANKED, SharedPolicy
-from scheduler.urls import TrapGuard, canonical
+from scheduler.urls import canonical
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -72,7 +73,6 @@ class RedisHostScheduler(HostScheduler):
             self.limits.park_horizon,
         )
         self.slots = max(1, settings.getint("CONCURRENT_REQUESTS"))
-        self.guard = TrapGuard()
         self.grouped: set[str] = set()  # hosts whose domain group this worker has told Redis
         self.inbox: list[Claimed] = []
         self.leases: dict[int, Lease] = {}  # handed to Scrapy, not yet recorded
@@ -252,7 +252,8 @@ class RedisHostScheduler(HostScheduler):
         rank, _ = self.shared.rank(record)  # a host new to the run is unjudged (see SharedPolicy._rank)
         rank = UNRANKED if rank is None else rank
         queued = QueuedRequest(url, int(request.meta.get("depth", 0)), kept, discover)
-        self.link.send("enqueue", [NewUrl(host, queued, old is not None or discover, force, rank)])
+        front = (old is not None or discover) and not request.meta.get(LATER_META)
+        self.link.send("enqueue", [NewUrl(host, queued, front, force, rank)])
         if redirect:
             self.stats.inc_value("redirect/followed")
         return True

@@ -21,7 +21,7 @@ from scheduler.policies import PolicyConfig, make_policy
 from scheduler.queue_window import MEMORY_URLS
 from scheduler.resume import load_frontier
 from scheduler.sqlite_store import SQLiteFrontier, decode_meta, encode_meta, refused_by_disk
-from scheduler.urls import canonical, redirected_back
+from scheduler.urls import MAX_URL_LENGTH, TrapGuard, canonical, redirected_back
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -31,6 +31,9 @@ logger = logging.getLogger(__name__)
 LEASE_META = "hostcrawl_lease"
 DISCOVER_META = "hostcrawl_discover"  # sitemaps and the like: fetched first, not quality samples
 POLICY_META = "hostcrawl_policy"
+# Set on a request robots.txt sent back ("not now"): it goes to the back of its host's queue, so one
+# unreachable origin of a host (a link to a closed port) never stands in front of the host's other URLs.
+LATER_META = "hostcrawl_later"
 FRONTIER_FILE = "frontier.sqlite3"
 KEPT_META = ("retry_times", "redirect_times", "redirect_ttl", "redirect_urls", "redirect_reasons")
 # Sent by the crawler's pipeline for every page it records: lease=..., score=float | None, and
@@ -82,6 +85,7 @@ class HostScheduler:
             truth=load_truth(settings.get("HOSTCRAWL_TRUTH")),
         )
         self.policy = make_policy(settings.get("HOSTCRAWL_POLICY", "bfs"), config)
+        self.guard = TrapGuard(max_url_length=settings.getint("HOSTCRAWL_MAX_URL_LENGTH", MAX_URL_LENGTH))
         self.limits = FrontierLimits(
             budget=settings.getint("HOSTCRAWL_MAX_PAGES"),
             per_host_budget=settings.getint("HOSTCRAWL_PER_HOST_BUDGET"),
@@ -121,7 +125,13 @@ class HostScheduler:
         self.spider = spider
         store = SQLiteFrontier(self.run_dir / FRONTIER_FILE)
         self.frontier = HostFrontier(
-            store, self.policy, self.limits, time.monotonic, self._count, on_new_host=self._apply_prior
+            store,
+            self.policy,
+            self.limits,
+            time.monotonic,
+            self._count,
+            guard=self.guard,
+            on_new_host=self._apply_prior,
         )
         requeued = load_frontier(self.frontier)
         rows = list(store.politeness())
@@ -203,6 +213,7 @@ class HostScheduler:
             force=request.dont_filter and not redirect,
             after=old,
             discover=bool(request.meta.get(DISCOVER_META)),
+            behind=bool(request.meta.get(LATER_META)),
         )
         if reason is not None:
             self.stats.inc_value(f"frontier/dropped/{reason}")

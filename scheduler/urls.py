@@ -15,6 +15,7 @@ MAX_PATH_DEPTH = 12  # real sites rarely nest deeper; calendars and session path
 MAX_SEGMENT_REPEATS = 3  # /a/b/a/b/a/b... is a relative-link loop
 MAX_QUERY_PARAMS = 6  # faceted-search explosions add parameters without adding pages
 MAX_URL_LENGTH = 2048
+MAX_LINKS_PER_PAGE = 6000  # links followed from one page (Heritrix's max outlinks); the rest counted
 CANONICAL_CACHE = 1 << 16  # navigation links repeat on every page of a host: most adds are repeats
 # (and the policies look at the same queued URLs' shapes on every pick)
 DIGIT_RUNS = re.compile(r"\d+")

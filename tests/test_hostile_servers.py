@@ -305,3 +305,94 @@ def test_a_crawl_whose_every_robots_txt_fails_fetched_no_page_and_says_why(
     assert done.returncode == 1, done.stderr[-2000:]
     assert "no page was fetched" in done.stderr and "robotstxt/unavailable/http_502" in done.stderr
     assert {h.path for h in server.requests_to("down.test")} == {"/robots.txt"}
+
+
+def test_a_closed_port_queued_ahead_of_the_main_origin_does_not_hold_the_host(
+    server: HostileServer, tmp_path: Path
+) -> None:
+    """robots.txt's "not now" used to put the URL back at the front of its host's queue: a closed port
+    seen before the host's own origin was asked again and again, and the host was parked for the run."""
+    closed = _closed_port()
+    server.route("site.test", "*", answer(200, html_page("site", ["/a.html", "/b.html"]), Content_Type=HTML))
+    config = _hosts_config(tmp_path, "site.test")
+    run = tmp_path / "run"
+    seeds = [f"http://site.test:{closed}/", f"http://site.test:{server.port}/"]
+    started = time.monotonic()
+    done = hostcrawl(*_crawl(run, *seeds, "--config", str(config), "--allow-private"), timeout=CRAWL_BOUND_S)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert time.monotonic() - started < 60.0
+    fetched = {h.path for h in server.requests_to("site.test")}
+    assert {"/robots.txt", "/", "/a.html", "/b.html"} <= fetched, fetched
+    stats = json.loads((run / "stats.json").read_text())
+    assert stats.get("robotstxt/parked", 0) == 0
+    assert stats.get("robotstxt/origin_unavailable", 0) >= 1
+    state = pl.read_parquet(run / "hosts.parquet").filter(pl.col("host") == "site.test")["state"].item()
+    assert state not in ("blocked", "parked")
+
+
+def test_links_per_page_and_url_length_are_capped(server: HostileServer, tmp_path: Path) -> None:
+    """`[fetch] max_links_per_page` and `max_url_length` (README's table of caps): a page of 50,000
+    links queues only the first ones, and a URL over the length is never asked for."""
+    long_path = "/long-" + "x" * 300 + ".html"
+    links = [long_path, *(f"/p{i}.html" for i in range(50_000))]
+    server.route("links.test", "/", answer(200, html_page("links", links), Content_Type=HTML))
+    server.route("links.test", "*", answer(200, html_page("leaf"), Content_Type=HTML))
+    config = _hosts_config(tmp_path, "links.test")
+    config.write_text(config.read_text() + "[fetch]\nmax_links_per_page = 30\nmax_url_length = 200\n")
+    run = tmp_path / "run"
+    seed = f"http://links.test:{server.port}/"
+    args = _crawl(run, seed, "--config", str(config), "--allow-private", max_pages=100, min_delay=0.05)
+    done = hostcrawl(*args, timeout=CRAWL_BOUND_S)
+    assert done.returncode == 0, done.stderr[-2000:]
+    pages = {h.path for h in server.requests_to("links.test")} - {"/robots.txt", "/.well-known/tdmrep.json"}
+    assert long_path not in pages
+    assert pages == {"/", *(f"/p{i}.html" for i in range(29))}, sorted(pages)[:40]
+    stats = json.loads((run / "stats.json").read_text())
+    assert stats["links/skipped/over_page_cap"] == 50_001 - 30  # the body (2 MB) is under the 4 MiB cut
+    assert stats["frontier/dropped/trap/url_too_long"] == 1
+
+
+def test_a_redirect_chain_and_a_host_are_cut_at_their_caps(server: HostileServer, tmp_path: Path) -> None:
+    """`[fetch] max_redirects` ends a 50-hop chain, and `[policy] per_host_budget` caps a host's pages,
+    both as the server sees them (README's table of caps)."""
+    for hop in range(50):
+        server.route("chain.test", f"/hop-{hop}", answer(302, b"", Location=f"/hop-{hop + 1}"))
+    server.route("chain.test", "*", answer(200, html_page("end"), Content_Type=HTML))
+    wide = [f"/w{i}.html" for i in range(40)]
+    server.route("wide.test", "*", answer(200, html_page("wide", wide), Content_Type=HTML))
+    config = _hosts_config(tmp_path, "chain.test", "wide.test")
+    config.write_text(config.read_text() + "[fetch]\nmax_redirects = 5\n[policy]\nper_host_budget = 8\n")
+    run = tmp_path / "run"
+    seeds = [f"http://chain.test:{server.port}/hop-0", f"http://wide.test:{server.port}/"]
+    args = _crawl(run, *seeds, "--config", str(config), "--allow-private", max_pages=100, min_delay=0.05)
+    done = hostcrawl(*args, timeout=CRAWL_BOUND_S)
+    assert done.returncode == 0, done.stderr[-2000:]
+    policy_files = {"/robots.txt", "/.well-known/tdmrep.json"}
+    chain = [h.path for h in server.requests_to("chain.test") if h.path not in policy_files]
+    assert chain == [f"/hop-{hop}" for hop in range(6)], chain  # the first request and 5 redirects
+    wide_pages = [h.path for h in server.requests_to("wide.test") if h.path not in policy_files]
+    assert len(wide_pages) == 8, wide_pages
+    stats = json.loads((run / "stats.json").read_text())
+    assert stats["redirect/followed"] == 5
+    assert stats["fetch/failed/redirect_loop"] == 1  # Scrapy's "max redirections reached"
+    fetched = pl.read_parquet(run / "hosts.parquet").filter(pl.col("host") == "wide.test")["fetched"].item()
+    assert fetched == 8
+
+
+def test_a_crawl_delay_over_the_maximum_skips_the_host(server: HostileServer, tmp_path: Path) -> None:
+    """`[politeness] max_crawl_delay` (60 s): a host asking for 120 s between requests is skipped, not
+    crawled at its pace and not rushed; the other host on the address is crawled as usual."""
+    server.route("slow.test", "/robots.txt", answer(200, "User-agent: *\nCrawl-delay: 120\n"))
+    for host in ("slow.test", "quick.test"):
+        server.route(host, "*", answer(200, html_page(host, ["/a.html"]), Content_Type=HTML))
+    config = _hosts_config(tmp_path, "slow.test", "quick.test")
+    run = tmp_path / "run"
+    seeds = [f"http://{h}:{server.port}/" for h in ("slow.test", "quick.test")]
+    started = time.monotonic()
+    done = hostcrawl(*_crawl(run, *seeds, "--config", str(config), "--allow-private"), timeout=CRAWL_BOUND_S)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert time.monotonic() - started < 60.0
+    assert [h.path for h in server.requests_to("slow.test")] == ["/robots.txt"]
+    assert {"/", "/a.html"} <= {h.path for h in server.requests_to("quick.test")}
+    stats = json.loads((run / "stats.json").read_text())
+    assert stats["robotstxt/crawl_delay_too_long"] == 1

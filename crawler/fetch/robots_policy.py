@@ -30,6 +30,7 @@ from crawler.fetch.robots_rules import DISALLOW_ALL, RobotsRules
 from crawler.fetch.shutdown import StopCancelled
 from scheduler.scrapy_scheduler import (
     DISCOVER_META,
+    LATER_META,
     LEASE_META,
     host_blocked,
     host_ready_at,
@@ -72,6 +73,7 @@ class RobotsPolicy:
         self.backoff_max = settings.getfloat("HOSTCRAWL_BACKOFF_MAX")
         self.max_park = settings.getfloat("HOSTCRAWL_MAX_PARK", 6 * 3600.0)
         self.entries: dict[str, RobotsEntry] = {}
+        self.readable: dict[str, set[str]] = {}  # host -> its origins (netlocs) whose robots.txt was read
         self.waiting: dict[str, list[Deferred[RobotsEntry]]] = {}  # requests waiting for a fetch
         crawler.signals.connect(self.restore, signal=politeness_restored)
 
@@ -98,10 +100,16 @@ class RobotsPolicy:
 
     def _other_origin_readable(self, netloc: str, host: str) -> bool:
         """Another origin (scheme, port) of this host whose robots.txt could be read."""
-        return any(
-            not other.unavailable and name != netloc and urlsplit(f"//{name}").hostname == host
-            for name, other in self.entries.items()
-        )
+        return bool(self.readable.get(host, set()) - {netloc})
+
+    def _remember(self, netloc: str, entry: RobotsEntry) -> None:
+        self.entries[netloc] = entry
+        host = urlsplit(f"//{netloc}").hostname or ""
+        origins = self.readable.setdefault(host, set())
+        if entry.unavailable:
+            origins.discard(netloc)
+        else:
+            origins.add(netloc)
 
     def _later(self, request: Request, host: str, entry: RobotsEntry) -> Request:
         """robots.txt said "not now": the request goes back to the frontier, the host waits."""
@@ -109,7 +117,7 @@ class RobotsPolicy:
             raise IgnoreRequest("robots.txt unavailable: Forbidden by robots.txt for now")
         self.stats.inc_value("robotstxt/deferred_requests")
         self.crawler.signals.send_catch_log(signal=host_ready_at, host=host, ready_at=entry.expires_at)
-        return request.replace(dont_filter=True)
+        return request.replace(dont_filter=True, meta={**request.meta, LATER_META: True})
 
     async def entry(self, request: Request) -> RobotsEntry:
         """The host's robots.txt: cached, or fetched now (requests of the host wait for it)."""
@@ -129,7 +137,7 @@ class RobotsPolicy:
             entry = RobotsEntry(RobotsRules(DISALLOW_ALL, self.user_agent), time.monotonic(), True)
             raise
         finally:
-            self.entries[netloc] = entry
+            self._remember(netloc, entry)
             self._save(netloc, entry)
             for waiter in self.waiting.pop(netloc):
                 waiter.callback(entry)
@@ -158,7 +166,7 @@ class RobotsPolicy:
             entry = RobotsEntry(
                 rules, expires_at, bool(saved.get("unavailable")), int(saved.get("failures", 0))
             )
-            self.entries[netloc] = entry
+            self._remember(netloc, entry)
         self.stats.set_value("robotstxt/restored", sum(part == "robots" for _, part, _ in rows))
 
     async def _fetch(self, origin: str, host: str, previous: RobotsEntry | None) -> RobotsEntry:

@@ -24,6 +24,7 @@ from crawler.fetch.failures import failure_reason
 from crawler.fetch.shutdown import StopCancelled
 from crawler.fetch.tdmrep import RESERVED_META
 from scheduler.scrapy_scheduler import DISCOVER_META, LEASE_META, POLICY_META
+from scheduler.urls import MAX_LINKS_PER_PAGE
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 SITEMAP_TYPES = ("application/xml", "text/xml", "application/x-xml")
@@ -193,6 +194,10 @@ class HostSpider(scrapy.Spider):
         if page_nofollow:
             self.crawler.stats.inc_value("links/skipped/nofollow_page", len(links))
             return
+        cap = self.crawler.settings.getint("HOSTCRAWL_MAX_LINKS_PER_PAGE", MAX_LINKS_PER_PAGE)
+        if len(links) > cap:  # 100,000 links on one page would flood the frontier with one page's view
+            self.crawler.stats.inc_value("links/skipped/over_page_cap", len(links) - cap)
+            links = links[:cap]
         for link in links:
             if link.nofollow:
                 self.crawler.stats.inc_value("links/skipped/nofollow_rel")

@@ -22,6 +22,7 @@ from crawler.run.seed_urls import check_seed
 from scheduler.frontier_limits import KEEP_BUSY
 from scheduler.policies import POLICIES, TRUTH_POLICIES
 from scheduler.queue_window import MEMORY_URLS
+from scheduler.urls import MAX_LINKS_PER_PAGE, MAX_URL_LENGTH
 
 SCRAPY_SCHEDULER = "scrapy"  # Scrapy's own host-blind scheduler, kept as a benchmark baseline
 POLICY_NAMES = (*POLICIES, SCRAPY_SCHEDULER)
@@ -63,6 +64,8 @@ class FetchConfig:
     max_page_bytes: int = 4 * 2**20  # raw bytes kept; longer bodies are cut and marked truncated
     max_decoded_bytes: int = 16 * 2**20  # after content decoding (gzip bombs stop here)
     max_redirects: int = 5
+    max_links_per_page: int = MAX_LINKS_PER_PAGE  # links followed from one page; the rest counted
+    max_url_length: int = MAX_URL_LENGTH  # longer URLs are not queued (frontier/dropped/trap/url_too_long)
     follow_cross_host: bool = True
     allow: list[str] = field(default_factory=list)  # follow only links matching one of these regexes
     deny: list[str] = field(default_factory=list)  # never follow links matching one of these regexes
@@ -319,6 +322,8 @@ def validate(config: CrawlConfig, source: str = "config") -> None:
         (f.max_unscored >= 0, "fetch.max_unscored must be >= 0"),
         (f.timeout > 0, "fetch.timeout must be > 0"),
         (f.max_page_bytes > 0, "fetch.max_page_bytes must be > 0"),
+        (f.max_links_per_page >= 1, "fetch.max_links_per_page must be >= 1"),
+        (f.max_url_length >= 64, "fetch.max_url_length must be >= 64"),
         (0.0 <= c.threshold <= 1.0, "cleaning.threshold must be within [0, 1]"),
         (
             all(0.0 < t < 1.0 for t in c.language_thresholds.values()),

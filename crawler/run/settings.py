@@ -149,6 +149,8 @@ def _own_settings(
         "HOSTCRAWL_MAX_PAGE_BYTES": f.max_page_bytes,
         "DOWNLOAD_FAIL_ON_DATALOSS": False,  # keep what arrived; the WARC record says it was cut
         "REDIRECT_MAX_TIMES": f.max_redirects,
+        "HOSTCRAWL_MAX_LINKS_PER_PAGE": f.max_links_per_page,
+        "HOSTCRAWL_MAX_URL_LENGTH": f.max_url_length,
         "METAREFRESH_ENABLED": False,
         "HTTPERROR_ALLOW_ALL": True,  # every status becomes a row in pages.parquet
         "HOSTCRAWL_FOLLOW_CROSS_HOST": f.follow_cross_host,
