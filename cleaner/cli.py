@@ -47,7 +47,12 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument("--lr", type=float, default=0.1, help="learning rate (0.1)")
     train.add_argument("--dim", type=int, default=100, help="embedding size (100)")
     train.add_argument("--word-ngrams", type=int, default=2, help="word n-grams, 2 = bigrams as DCLM (2)")
-    train.add_argument("--bucket", type=int, default=2_000_000, help="n-gram hash rows (2,000,000)")
+    train.add_argument(
+        "--bucket",
+        type=int,
+        help="n-gram hash rows, the model's size (bucket x dim x 4 bytes); default: 4 per distinct n-gram "
+        "of the data, 10,000 to DCLM's 2,000,000",
+    )
     train.add_argument("--seed", type=int, default=0, help="seed for the split and training (0)")
     train.add_argument("--quantize", action="store_true", help="write a quantized (much smaller) model")
     train.set_defaults(func=cmd_train)
@@ -100,7 +105,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     out = Console()
     out.print(
-        f"trained on {report.n_train} documents, evaluated on {report.n_heldout} held out -> {args.out}"
+        f"trained on {report.n_train} documents, evaluated on {report.n_heldout} held out -> {args.out} "
+        f"({args.out.stat().st_size / 1e6:,.1f} MB, {report.bucket:,} n-gram hash rows)"
     )
     if report.accuracy is not None:
         table = Table(title="held-out evaluation")

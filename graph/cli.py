@@ -28,7 +28,11 @@ examples:
   hostcrawl graph edges host/edges.paths.gz --base /data/cc --out graph/edges
   hostcrawl graph subgraph --vertices graph/vertices --edges graph/edges --seed commoncrawl.org \\
       --hops 2 --out sub
-  hostcrawl graph rank --links runs/r1/links.parquet --out runs/r1/ranks.parquet
+  hostcrawl graph rank --graph sub --out sub-ranks.parquet
+  hostcrawl graph rank --links my-links.parquet --out my-ranks.parquet
+
+`graph rank --links` reads a link table you bring (a crawl writes none): one row per link, as
+src_host+dst_host, src_url+dst_url, or url+outlinks (a list column) in parquet, CSV or JSON lines.
 
 The scheduler reads any ranks parquet through `--priors` (graph.priors.HostPriors).
 """
@@ -87,7 +91,8 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument(
         "--links",
         type=Path,
-        help="links table (parquet/CSV/JSONL): src_host+dst_host, src_url+dst_url, or url+outlinks",
+        help="a link table you bring (parquet/CSV/JSONL; a crawl writes none): src_host+dst_host, "
+        "src_url+dst_url, or url+outlinks",
     )
     source.add_argument("--graph", type=Path, help="a `graph subgraph` output folder")
     rank.add_argument(

@@ -96,6 +96,8 @@ def test_crawl_finishes_and_writes_the_run_directory(crawl: Crawl) -> None:
     assert all(d["text"].strip() and d["metadata"]["cleaner"] and d["metadata"]["scores"] for d in docs)
     assert len(docs) == int(pages["curated"].sum())
     assert "![Quality scores](scores.png)" in (run / "report.md").read_text()
+    # a user reads crawl.log for what went wrong: Scrapy's notice of a setting we pass is not that
+    assert "ScrapyDeprecationWarning" not in (run / "crawl.log").read_text(errors="replace")
 
 
 def test_server_log_shows_a_polite_crawl(crawl: Crawl) -> None:

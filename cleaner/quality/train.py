@@ -27,6 +27,8 @@ NAN_RETRIES = 5
 # Below this many hash rows, n-grams pile onto a few rows and fastText diverges or learns nothing (NaN
 # at --bucket 10 on a 400-document set in most runs, accuracy 0.55 in the others): refused up front.
 MIN_SAFE_BUCKET = 10_000
+MAX_BUCKET = 2_000_000  # DCLM's bucket: 800 MB at dim 100
+BUCKET_ROWS_PER_NGRAM = 4  # rows per distinct n-gram: few collisions (a quarter of rows taken)
 
 
 class TrainingDiverged(ValueError):
@@ -42,7 +44,9 @@ class TrainConfig:
     dim: int = 100
     word_ngrams: int = 2
     min_count: int = 1
-    bucket: int = 2_000_000  # hashed n-gram rows; dominates the model size (bucket x dim x 4 bytes)
+    # hashed n-gram rows; dominates the model size (bucket x dim x 4 bytes). None: sized to the data
+    # (auto_bucket), DCLM's 2,000,000 for a corpus that has that many n-grams
+    bucket: int | None = None
     holdout: float = 0.1  # share of each label kept out of training for the evaluation
     seed: int = 0
     threads: int = 1
@@ -69,6 +73,7 @@ class TrainReport:
     auc: float | None = None  # of P(positive label) on held-out docs, when one is named
     positive_label: str | None = None
     warnings: list[str] = field(default_factory=list)
+    bucket: int = 0  # the n-gram hash rows the model was trained with
 
 
 class LabelledDataError(ValueError):
@@ -136,6 +141,24 @@ def auc(scores: Sequence[float], positive: Sequence[bool]) -> float | None:
         rank_sum += mid_rank * sum(1 for _, p in pairs[i:j] if p)
         i = j
     return (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+
+
+def auto_bucket(texts: Sequence[str], word_ngrams: int) -> int:
+    """Hash rows for the training text's n-grams: 4 per distinct word n-gram (2..word_ngrams, split on
+    whitespace as fastText splits), at least MIN_SAFE_BUCKET, at most DCLM's MAX_BUCKET. DCLM's fixed
+    2,000,000 rows wrote an 800 MB model for 330 documents; rows beyond the n-grams there are hold nothing.
+    """
+    if word_ngrams < 2:
+        return 0  # fastText hashes no n-grams (its own default for wordNgrams 1)
+    limit = MAX_BUCKET // BUCKET_ROWS_PER_NGRAM
+    seen: set[str] = set()  # the n-grams themselves: str hashes vary per process, the count must not
+    for text in texts:
+        words = join_lines(text).split()
+        for n in range(2, word_ngrams + 1):
+            seen.update(" ".join(words[i : i + n]) for i in range(len(words) - n + 1))
+        if len(seen) >= limit:
+            return MAX_BUCKET
+    return max(MIN_SAFE_BUCKET, BUCKET_ROWS_PER_NGRAM * len(seen))
 
 
 def _fasttext_lines(examples: Sequence[tuple[str, str]]) -> Iterator[str]:
@@ -235,12 +258,15 @@ def train_classifier(
         raise LabelledDataError(f"need at least two labels to train, got {sorted(label_set)}")
     if positive_label is not None and positive_label.removeprefix("__label__") not in label_set:
         raise LabelledDataError(f"positive label {positive_label!r} is not among {sorted(label_set)}")
-    if config.word_ngrams > 1 and 0 < config.bucket < MIN_SAFE_BUCKET:
+    if config.word_ngrams > 1 and config.bucket is not None and 0 < config.bucket < MIN_SAFE_BUCKET:
         raise TrainingDiverged(
             f"--bucket {config.bucket} is too small (every word n-gram shares one of {config.bucket} hash "
             f"rows, and fastText diverges or learns nothing); use --bucket {MIN_SAFE_BUCKET:,} or more"
         )
     train, heldout = split_holdout(examples, config.holdout, config.seed)
+    bucket = config.bucket
+    if bucket is None:
+        bucket = auto_bucket([text for text, _ in train], config.word_ngrams)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="hostcrawl-train-") as tmp:
         train_file = Path(tmp) / "train.txt"
@@ -253,7 +279,7 @@ def train_classifier(
             "dim": config.dim,
             "wordNgrams": config.word_ngrams,
             "minCount": config.min_count,
-            "bucket": config.bucket,
+            "bucket": bucket,
             "thread": config.threads,
             "seed": config.seed,
             "verbose": 0,
@@ -261,4 +287,5 @@ def train_classifier(
         model = fit_supervised(params, out, quantize=config.quantize)
     report = evaluate(model, heldout, positive_label)
     report.n_train = len(train)
+    report.bucket = bucket
     return report

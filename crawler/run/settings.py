@@ -107,8 +107,7 @@ def _own_settings(
         "CONCURRENT_REQUESTS_PER_IP": 0,  # the frontier's politeness groups do this (scheduler/groups.py)
         "HOSTCRAWL_GROUP_CONCURRENCY": p.group_concurrency,
         "DOWNLOAD_DELAY": p.min_delay,
-        "DOWNLOAD_DELAY_JITTER": 0.0,  # jitter would dip below the floor
-        "RANDOMIZE_DOWNLOAD_DELAY": False,
+        "DOWNLOAD_DELAY_JITTER": 0.0,  # jitter would dip below the floor (not RANDOMIZE_...: deprecated)
         "HOSTCRAWL_MAX_CRAWL_DELAY": p.max_crawl_delay,
         "HOSTCRAWL_BACKOFF_BASE": p.backoff_base,
         "HOSTCRAWL_BACKOFF_MAX": p.backoff_max,
