@@ -33,6 +33,7 @@ from crawler.run.crawl_config import (
     validate,
 )
 from crawler.run.seed_urls import check_seed, load_seeds
+from crawler.run.worker_options import continue_command
 from scheduler.queue_window import MEMORY_URLS
 from scheduler.sqlite_store import FrontierError
 
@@ -309,14 +310,14 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     if result.storage_error:  # stopped at the frontier's last commit: nothing committed is lost
         print(
             f"hostcrawl crawl: the disk refused a write ({result.storage_error}); free space or make it "
-            f"writable, then continue with: hostcrawl crawl --resume {run_dir}",
+            f"writable, then continue with: {continue_command(args, run_dir)}",
             file=sys.stderr,
         )
         return EXIT_STORAGE
     if result.interrupted:  # SIGINT/SIGTERM: Scrapy stopped scheduling and let what was in flight finish
         console.print(
             f"[yellow]interrupted[/]: {fetched} responses so far, "
-            f"{result.stat('page/curated')} pages curated; continue with: hostcrawl crawl --resume {run_dir}"
+            f"{result.stat('page/curated')} pages curated; continue with: {continue_command(args, run_dir)}"
         )
         return EXIT_INTERRUPTED
     console.print(

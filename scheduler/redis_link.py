@@ -11,6 +11,7 @@ queued twice is refused as a duplicate), and a claim whose answer was lost expir
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections import Counter, deque
@@ -62,6 +63,11 @@ class LinkState:
     reconnects: int = 0
     explore_fetches: int = 0  # the run's, as of the last status turn
     counts: Counter[str] = field(default_factory=Counter)
+
+
+def _tell(line: str) -> None:
+    """The worker's terminal, not only crawl.log: its progress line alone showed 0.0/s and no reason."""
+    print(line, file=sys.stderr, flush=True)
 
 
 class RedisLink:
@@ -138,6 +144,7 @@ class RedisLink:
                 self._turn()
                 if self.state.paused:
                     logger.warning("redis: connection back; worker %s resumes", self.worker)
+                    _tell(f"hostcrawl worker {self.worker}: Redis is back; the crawl goes on")
                     self.state.paused = False
                     # every worker was cut off: give the others time to renew before expiring anyone's
                     self._no_reclaim_until = time.monotonic() + self.frontier.lease_ms / 1000
@@ -145,6 +152,10 @@ class RedisLink:
             except (redis.ConnectionError, redis.TimeoutError) as exc:
                 if not self.state.paused:
                     logger.warning("redis: connection lost (%s); worker %s pauses", exc, self.worker)
+                    _tell(
+                        f"hostcrawl worker {self.worker}: Redis unreachable ({exc}); paused, nothing is "
+                        "lost, and it goes on by itself once Redis answers again (Ctrl-C stops it)"
+                    )
                 self.state.paused = True
                 self.state.reconnects += 1
                 self._no_reclaim_until = float("inf")

@@ -84,12 +84,13 @@ def start_workers(
     budget: int,
     lease_s: float,
     extra: tuple[str, ...] = (),
+    first_id: int = 0,
 ) -> Workers:
     seeds = base / "seeds.txt"
     seeds.write_text("\n".join(web.seed_urls) + "\n")
     run_dir = base / "run"
     procs, logs = [], []
-    for i in range(n):
+    for i in range(first_id, first_id + n):
         log = base / f"worker{i}.log"
         args = [
             *HOSTCRAWL, "crawl",
@@ -246,6 +247,8 @@ def test_redis_stopped_for_ten_seconds_pauses_the_workers(tmp_path: Path, redis_
     assert codes == [0, 0], workers.tail()
     stats = workers.stats()
     assert stats["frontier/redis_reconnects"] >= 1
+    terminal = workers.logs[0].read_text()  # the worker's stdout and stderr: what its user sees
+    assert "Redis unreachable" in terminal and "Redis is back" in terminal, terminal[-2000:]
     merged = workers.merged_urls()
     assert len(merged) == len(set(merged))
     served = workers.served_pages()
@@ -336,3 +339,35 @@ def poll_json(url: str, ready: Callable[[dict[str, Any]], Any], timeout: float =
             pass
         assert time.monotonic() < deadline, f"{url} did not answer in {timeout}s"
         time.sleep(0.5)
+
+
+def test_an_interrupted_worker_names_the_command_that_goes_on(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """Ctrl-C of a worker printed `crawl --resume RUN`, which a worker's run refuses (no frontier.sqlite3):
+    the hint is the worker's own command, and starting it again finishes the run."""
+    with TestWebProcess(TestWebConfig(n_hosts=20, seed=9), tmp_path / "web") as web:
+        extra = ("--policy", "bfs")
+        first = start_workers(tmp_path, web, redis_server, "again", 1, budget=120, lease_s=6, extra=extra)
+        wait_for_rows(first.run_dir / "workers" / "w0", 10)
+        assert first.procs[0].poll() is None, "the worker finished before it could be interrupted"
+        stopped_at = time.monotonic()
+        first.procs[0].send_signal(signal.SIGINT)
+        assert first.wait() == [130], first.tail()
+        stop_s = time.monotonic() - stopped_at
+        said = " ".join(first.logs[0].read_text().split())
+        assert f"--frontier {redis_server.url} --run again --out {first.run_dir} (a new --worker-id" in said
+        assert "--resume" not in said, said[-1500:]
+        report = " ".join((first.run_dir / "workers" / "w0" / "report.md").read_text().split())
+        assert f"--frontier {redis_server.url} --run again --out {first.run_dir}`" in report
+        assert "--resume" not in report
+        again = start_workers(tmp_path, web, redis_server, "again", 1, budget=120, lease_s=6, extra=extra)
+        # w0 again is refused without touching what w0 wrote: a new name continues the run
+        assert again.wait() == [2] and "pick another --worker-id" in again.tail()
+        again = start_workers(
+            tmp_path, web, redis_server, "again", 1, budget=120, lease_s=6, extra=extra, first_id=1
+        )
+        assert again.wait() == [0], again.tail()
+    merged = again.merged_urls()
+    assert len(merged) == len(set(merged)) and len(merged) >= 100, len(merged)
+    assert stop_s < 15, f"Ctrl-C took {stop_s:.1f} s to stop the worker"

@@ -41,11 +41,6 @@ from scheduler.sqlite_store import SQLiteFrontier, refused_by_disk
 
 logger = logging.getLogger(__name__)
 
-# A distributed run (crawler/run/worker.py): RUN/workers/ID/ per worker, and which Redis and run name
-# the run's frontier is in
-WORKERS_DIR = "workers"
-RUN_FILE = "distributed.json"
-
 
 @dataclass(slots=True)
 class RunResult:

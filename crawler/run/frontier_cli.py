@@ -111,8 +111,8 @@ def cmd_drain(args: argparse.Namespace) -> int:
 def cmd_merge(args: argparse.Namespace) -> int:
     import redis
 
-    from crawler.run.crawl_run import WORKERS_DIR
     from crawler.run.worker_merge import frontier_of, live_workers, merge_run
+    from crawler.run.worker_options import WORKERS_DIR
 
     if not (args.run_dir / WORKERS_DIR).is_dir():
         raise ConfigError(f"{args.run_dir}: no {WORKERS_DIR}/ here; is it the --out of a distributed run?")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 
 from crawler.run.run_stats import ATTEMPTS
+from crawler.run.worker_options import RUN_FILE, WORKERS_DIR
 
 TOP_HOSTS = 20
 
@@ -117,13 +119,29 @@ def _status_table(stats: dict[str, Any]) -> str:
     return _table(rows) if rows else "(none)"
 
 
+def _continue_hint(run_dir: Path) -> str:
+    """--resume for a one-process run; a worker's own report (RUN/workers/ID/) names its run's command."""
+    marker = run_dir.parent.parent / RUN_FILE
+    if run_dir.parent.name != WORKERS_DIR or not marker.is_file():
+        return f"Continue it with `hostcrawl crawl --resume {run_dir}`."
+    try:
+        run = json.loads(marker.read_text(encoding="utf-8"))
+        frontier, name = run["frontier"], run["run"]
+    except (OSError, ValueError, KeyError, TypeError):
+        frontier, name = "URL", "NAME"
+    return (
+        f"Continue the run with a worker: `hostcrawl crawl --frontier {frontier} --run {name} "
+        f"--out {run_dir.parent.parent}` and this worker's other options, under a new --worker-id (or none)."
+    )
+
+
 def _run_status(run_dir: Path, stats: dict[str, Any]) -> list[str]:
     """Whether the run finished, and over how many processes (every figure below covers them all)."""
     lines = []
     if stats.get("finish_reason") == "shutdown":
         lines += [
             "**Interrupted** (SIGINT or SIGTERM): the crawl stopped before its budget was spent. "
-            f"Continue it with `hostcrawl crawl --resume {run_dir}`.",
+            + _continue_hint(run_dir),
             "",
         ]
     attempts = int(stats.get(ATTEMPTS, 1) or 1)

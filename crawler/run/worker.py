@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from crawler.run.crawl_config import SCRAPY_SCHEDULER, ConfigError, CrawlConfig, validate
-from crawler.run.crawl_run import RUN_FILE, WORKERS_DIR, RunResult, crawl_and_finish
+from crawler.run.crawl_run import RunResult, crawl_and_finish
 from crawler.run.settings import build_settings
-from crawler.run.worker_options import DEFAULT_LEASE_S
+from crawler.run.worker_options import DEFAULT_LEASE_S, RUN_FILE, WORKERS_DIR
 
 logger = logging.getLogger(__name__)
 

@@ -23,8 +23,9 @@ from crawler.archive.warc_files import recover_open_files
 from crawler.pages.sinks import CHECKPOINT_META, PAGES_SPOOL, SinkCheckpoint, cut_to_checkpoint
 from crawler.pages.tables import join_scheduler_states
 from crawler.run.crawl_config import ConfigError, CrawlConfig, load_config
-from crawler.run.crawl_run import RUN_FILE, WORKERS_DIR, finish_run, render_report
+from crawler.run.crawl_run import finish_run, render_report
 from crawler.run.run_stats import STATS_META, loads_stats, merge_stats
+from crawler.run.worker_options import RUN_FILE, WORKERS_DIR
 from scheduler.export import host_state_frame
 from scheduler.hosts import PARKED
 from scheduler.redis_frontier import RedisFrontier

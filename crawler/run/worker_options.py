@@ -4,7 +4,10 @@ line builds them without loading either."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+WORKERS_DIR = "workers"  # RUN/workers/ID/: each worker's own outputs, merged into RUN at the end
+RUN_FILE = "distributed.json"  # RUN/distributed.json: the run's Redis URL, name and lease
 DEFAULT_LEASE_S = 60.0  # a dead worker's leases return to the queue this long after its last renewal
 
 
@@ -22,4 +25,17 @@ def add_worker_options(p: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_LEASE_S,
         help=f"a dead worker's requests go to the others this long after it stopped ({DEFAULT_LEASE_S:.0f})",
+    )
+
+
+def continue_command(args: argparse.Namespace, run_dir: Path) -> str:
+    """The command that goes on: --resume for one process; for a worker, a new worker of the same run
+    (--resume refuses a worker's run directory, which has no frontier.sqlite3, and a stopped worker's name
+    is taken: its RUN/workers/ID/ is kept for the merge)."""
+    if not args.frontier:
+        return f"hostcrawl crawl --resume {run_dir}"
+    named = " (a new --worker-id, or none)" if args.worker_id else ""
+    return (
+        f"hostcrawl crawl --frontier {args.frontier} --run {args.run_name} --out {run_dir}{named} and "
+        "the options this worker was started with"
     )
