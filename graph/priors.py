@@ -29,7 +29,7 @@ ROWS_PER_BUCKET = 2  # aim: a lookup bisects a handful of keys that sit on one o
 
 
 @dataclass(frozen=True, slots=True)
-class Prior:
+class CentralityPrior:
     """Centrality of a host in the loaded release: 0..1, higher is more central."""
 
     hc_percentile: float
@@ -90,8 +90,8 @@ class HostPriors:
         )
         return cls(keys, hc, pr, kind=meta["kind"], release=meta["release"], buckets=buckets)
 
-    def lookup(self, host: str) -> Prior | None:
-        """Prior of a host under either www convention (or of its registered domain, for a domain table)."""
+    def lookup(self, host: str) -> CentralityPrior | None:
+        """A host's centrality under either www convention (or its registered domain's, in a domain table)."""
         try:
             candidates = (registered_domain(host),) if self.kind == "domain" else www_variants(host)
         except HostNameError:
@@ -103,7 +103,7 @@ class HostPriors:
             hi = buckets[bucket + 1]
             i = bisect_left(keys, key, buckets[bucket], hi)
             if i < hi and keys[i] == key:
-                return Prior(self._hc[i], self._pr[i], candidate)
+                return CentralityPrior(self._hc[i], self._pr[i], candidate)
         return None
 
 

@@ -16,7 +16,7 @@ PLAN_PRIOR_PAGES = 4.0
 PLAN_DENSITY_RANGE = (0.02, 0.98)
 
 
-class Prior(Protocol):
+class HostPrior(Protocol):
     @property
     def hc_percentile(self) -> float | None: ...
 
@@ -25,7 +25,7 @@ class Prior(Protocol):
 
 
 class PriorLookup(Protocol):
-    def lookup(self, host: str) -> Prior | None: ...
+    def lookup(self, host: str) -> HostPrior | None: ...
 
 
 @dataclass(slots=True, frozen=True)
@@ -54,7 +54,7 @@ class PlanPrior:
     budget: int
 
 
-def apply_prior(record: HostRecord, prior: Prior | None) -> None:
+def apply_prior(record: HostRecord, prior: HostPrior | None) -> None:
     """The on_new_host hook's work: centrality, and for a planned host its budget and density prior."""
     if prior is None:
         return

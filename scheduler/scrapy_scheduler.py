@@ -79,9 +79,10 @@ class HostScheduler:
         self.crawler = crawler
         self.stats = crawler.stats
         self.run_dir = Path(settings["HOSTCRAWL_RUN_DIR"])
+        defaults = PolicyConfig()
         config = PolicyConfig(
-            sample_pages=settings.getint("HOSTCRAWL_SAMPLE_PAGES", 3),
-            explore_share=settings.getfloat("HOSTCRAWL_EXPLORE_SHARE", 0.2),
+            sample_pages=settings.getint("HOSTCRAWL_SAMPLE_PAGES", defaults.sample_pages),
+            explore_share=settings.getfloat("HOSTCRAWL_EXPLORE_SHARE", defaults.explore_share),
             truth=load_truth(settings.get("HOSTCRAWL_TRUTH")),
         )
         self.policy = make_policy(settings.get("HOSTCRAWL_POLICY", "bfs"), config)

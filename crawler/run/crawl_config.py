@@ -20,7 +20,7 @@ from crawler import __version__
 from crawler.errors import ConfigError, install_hint
 from crawler.run.seed_urls import check_seed
 from scheduler.frontier_limits import KEEP_BUSY
-from scheduler.policies import POLICIES, TRUTH_POLICIES
+from scheduler.policies import POLICIES, TRUTH_POLICIES, PolicyConfig
 from scheduler.queue_window import MEMORY_URLS
 from scheduler.urls import MAX_LINKS_PER_PAGE, MAX_URL_LENGTH
 
@@ -80,11 +80,18 @@ class FetchConfig:
     max_unscored: int = 0
 
 
+_POLICY_DEFAULTS = PolicyConfig()
+
+
 @dataclass(slots=True)
-class PolicyConfig:
+class CrawlPolicyConfig:
+    """The [policy] table: which policy, and the settings a user may change; their defaults are the
+    scheduler's (scheduler/policy_base.py PolicyConfig), written once there."""
+
     name: str = "adaptive"  # bfs | uniform | hc_depth | sample_deepen | adaptive | oracle
-    sample_pages: int = 3  # k pages sampled per host before it is ranked
-    explore_share: float = 0.2  # sample_deepen, adaptive: budget share for discovering and sampling hosts
+    sample_pages: int = _POLICY_DEFAULTS.sample_pages  # k pages sampled per host before it is ranked
+    # sample_deepen, adaptive: budget share for discovering and sampling hosts
+    explore_share: float = _POLICY_DEFAULTS.explore_share
     # share of the request slots kept busy with hosts the policy would rather not fetch now (its fillers)
     # while its best hosts rest: 0 = best pages per fetch, 1 = best pages per hour (README: the clock)
     keep_busy: float = KEEP_BUSY
@@ -117,7 +124,7 @@ class CrawlConfig:
     seeds: list[str] = field(default_factory=list)
     politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
     fetch: FetchConfig = field(default_factory=FetchConfig)
-    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    policy: CrawlPolicyConfig = field(default_factory=CrawlPolicyConfig)
     cleaning: CleaningConfig = field(default_factory=CleaningConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
     scrapy: dict[str, Any] = field(default_factory=dict)  # Scrapy settings passed through (`-s NAME=VALUE`)
@@ -140,7 +147,7 @@ TABLE_KEYS: dict[str, tuple[frozenset[str], ...]] = {
 SECTIONS: dict[str, type] = {
     "politeness": PolitenessConfig,
     "fetch": FetchConfig,
-    "policy": PolicyConfig,
+    "policy": CrawlPolicyConfig,
     "cleaning": CleaningConfig,
     "output": OutputConfig,
 }
