@@ -5,6 +5,7 @@ WARC reads to its last record, nothing leaks a traceback, and memory stays bound
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 import subprocess
@@ -180,3 +181,32 @@ def test_the_raw_server_really_sends_what_no_http_library_would(raw: RawServer) 
             got += chunk
     assert got.endswith(b"\r\n\r\ncut") and b"Content-Length: 5000" in got
     assert raw.requests_to("short.test") == ["/"]
+
+
+def test_a_long_crawl_delay_holds_only_its_own_host_not_its_address(raw: RawServer, tmp_path: Path) -> None:
+    """Hosts on one address share one request at a time, not each other's Crawl-delay: while slow.test
+    rests 8 s between requests, quick.test on the same address is crawled at the crawl's own pace."""
+    slow_rules = b"User-agent: *\nCrawl-delay: 8\n"
+    raw.route("slow.test", "/robots.txt", robots(slow_rules))
+    raw.route("slow.test", "/", page("slow", *(f"/s{i}.html" for i in range(5))))
+    raw.route("slow.test", "*", page("slow leaf"))
+    raw.route("quick.test", "/", page("quick", *(f"/q{i}.html" for i in range(10))))
+    raw.route("quick.test", "*", page("quick leaf"))
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 slow.test quick.test\n")
+    config = tmp_path / "crawl.toml"
+    config.write_text(f'[politeness]\nhosts_file = "{hosts}"\n')
+    run = tmp_path / "run"
+    seeds = [f"http://slow.test:{raw.port}/", f"http://quick.test:{raw.port}/"]
+    args = ["crawl", *seeds, "--config", str(config), "--allow-private", "--out", str(run), "--min-delay",
+            "0.1", "--max-pages", "12", "--no-progress", "--policy", "bfs", "--workers", "1"]  # fmt: skip
+    done = subprocess.run([*HOSTCRAWL, *args], capture_output=True, text=True, timeout=CRAWL_BOUND_S)
+    assert done.returncode == 0, done.stderr[-3000:]
+    policy_files = ("/robots.txt", "/.well-known/tdmrep.json")
+    quick = [h.at for h in raw.hits if h.host == "quick.test" and h.path not in policy_files]
+    slow = [h.at for h in raw.hits if h.host == "slow.test" and h.path != "/robots.txt"]
+    assert len(quick) == 11, raw.requests_to("quick.test")
+    # shared, the delay would have spaced quick.test's pages 8 s apart: 80 s
+    assert max(quick) - min(quick) < 7.0, f"quick.test took {max(quick) - min(quick):.1f} s for 11 pages"
+    assert len(slow) >= 2, raw.requests_to("slow.test")  # its tdmrep.json and its home page at least
+    assert all(b - a >= 7.9 for a, b in itertools.pairwise(slow)), raw.requests_to("slow.test")
