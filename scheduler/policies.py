@@ -159,7 +159,7 @@ class AdaptiveIndex(SampleThenDeepen):
     over drop_below is deepened again (host/rejudged).
     """
 
-    key, name = "adaptive", "adaptive_v8"
+    key, name = "adaptive", "adaptive_v9"
     # its fillers are hosts it has not judged and hosts dropped on thin evidence: fetched while scores are
     # on their way, they are blind (sample_deepen's fillers finish samples it must have to decide, and it
     # keeps filling: waiting cut its yield at a score lag of 160 to 0.19x on light_tail, tuning seed 103)

@@ -229,14 +229,15 @@ def test_a_host_shown_to_be_bad_fills_idle_request_slots_while_the_good_host_res
         frontier.fetch_ended(lease, True, clock.now + 100.0 if good else 0.0)  # the good host rests 100 s
         frontier.observe(lease, 1.0 if good else 0.0)
 
-    for _ in range(20):  # until bad.example is dropped and its index is below the drop level too
+    good = frontier.hosts["good.example"]
+    for _ in range(20):  # until bad.example is dropped, its index below the drop level, and good resting
         mean, sd = policy.estimate(bad)
-        if bad.state is HostState.DROPPED and mean + sd < policy.config.drop_below:
+        if bad.state is HostState.DROPPED and mean + sd < policy.config.drop_below and good.fetched:
             break
         fetch(frontier.next())
     else:
         raise AssertionError("bad.example was never shown to be bad")
-    assert frontier.hosts["good.example"].ready_at > clock.now and not policy.widened
+    assert good.ready_at > clock.now and not policy.widened
     filler = frontier.next()
     assert filler is not None and filler.host == "bad.example"
     frontier.fetch_ended(filler, True, 0.0)
