@@ -16,7 +16,7 @@ import numpy as np
 
 from cleaner.blocks_features import feature_names, page_features
 from cleaner.blocks_files import DEFAULT_MODEL, MODEL_ENV
-from cleaner.labeller import BlockLabeller, LabellerCleaner, keep_mask
+from cleaner.labeller import BlockLabellerCleaner, Labeller, keep_mask
 from cleaner.simplify import Block, SimplePage
 from cleaner.wcxb import words
 
@@ -168,7 +168,7 @@ def _main_text_context(page: SimplePage, p: np.ndarray, w: np.ndarray) -> list[n
     return [before, after, since, until, same, (sections != 0).astype(np.float64)]
 
 
-class BlocksLabeller(BlockLabeller):
+class BlocksLabeller(Labeller[SimplePage, np.ndarray]):
     """CPU labeller backed by a `BlocksModel` file."""
 
     name = "blocks_v1"
@@ -180,7 +180,7 @@ class BlocksLabeller(BlockLabeller):
         return [self.model.predict(page) for page in pages]
 
 
-class BlocksCleaner(LabellerCleaner):
+class BlocksCleaner(BlockLabellerCleaner):
     """The default CPU cleaner: simplifier + `blocks_v1` trees."""
 
     name = "blocks_v1"

@@ -137,13 +137,12 @@ def _load(data: Path, limit: int | None, gate: Gate | None) -> tuple[list[str], 
 
 def _run_eval(data: Path, name: str, ids: list[str], predictions: Path | None) -> EvalReport:
     from cleaner.evaluate import evaluate
-    from cleaner.item_labeller import ItemLabellerCleaner
     from cleaner.labeller import LabellerCleaner
     from cleaner.registry import get_cleaner
     from cleaner.wcxb import iter_pages
 
     cleaner = get_cleaner(name)
-    if isinstance(cleaner, LabellerCleaner | ItemLabellerCleaner):
+    if isinstance(cleaner, LabellerCleaner):
         cleaner.labeller()  # load the model now: a missing one is an error, not a run of empty pages
     with Progress(console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task(f"{name}", total=len(ids))

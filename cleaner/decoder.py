@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from cleaner.base import Cleaner
-from cleaner.item_labeller import ItemLabeller, ItemLabellerCleaner, ItemPage, Labels
+from cleaner.item_labeller import ItemLabellerCleaner, ItemPage, Labels
+from cleaner.labeller import Labeller
 from cleaner.mineru import MAIN, OTHER
 from cleaner.model_source import ModelSource
 
@@ -174,7 +175,7 @@ class VllmEngine:
         return [o.outputs[0].text if o.outputs else None for o in outputs]
 
 
-class DecoderLabeller(ItemLabeller):
+class DecoderLabeller(Labeller[ItemPage, Labels | None]):
     """Labels the pages that fit the context with the decoder; None for the rest (the cleaner falls back)."""
 
     name = "decoder"
@@ -238,7 +239,7 @@ class DecoderCleaner(ItemLabellerCleaner):
             self._labeller = DecoderLabeller(engine)
         return self._labeller
 
-    def fallback(self) -> Cleaner:
+    def fallback_cleaner(self) -> Cleaner:
         if self._fallback is None:
             from cleaner.registry import get_cleaner
 

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from cleaner.item_labeller import ItemLabeller, ItemLabellerCleaner, ItemPage, Labels
+from cleaner.item_labeller import ItemLabellerCleaner, ItemPage, Labels
+from cleaner.labeller import Labeller
 from cleaner.mineru import MAIN, OTHER
 from cleaner.model_source import ModelSource
 
@@ -184,7 +185,7 @@ class BlockPacker:
         return pack_chunks(page, ids, self.sep_id, self.bos_id, self.eos_id, self.max_tokens)
 
 
-class EncoderLabeller(ItemLabeller):
+class EncoderLabeller(Labeller[ItemPage, Labels | None]):
     """Pulpie's token classification at each block's separator (local folder or hub id)."""
 
     name = "encoder"

@@ -10,14 +10,13 @@ emit text.
 from __future__ import annotations
 
 import logging
-from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
 
 from selectolax.lexbor import LexborHTMLParser
 
-from cleaner.base import BatchedCleaner, CleanedPage, Cleaner, Extracted, empty, failed
+from cleaner.base import CleanedPage, Cleaner
+from cleaner.labeller import LabellerCleaner
 from cleaner.mineru import MAIN, extract_blocks, extract_item_ids, extract_main_html, simplify_html
 from cleaner.render import render_markdown, render_text
 from cleaner.simplify import simplify
@@ -45,16 +44,6 @@ def item_page(html: str) -> ItemPage:
     return ItemPage(simplified, map_html, blocks, extract_item_ids(blocks), html)
 
 
-class ItemLabeller(ABC):
-    """Labels every block of a batch of pages; batching lets accelerator models fill their batches."""
-
-    name: ClassVar[str]
-
-    @abstractmethod
-    def label(self, pages: Sequence[ItemPage]) -> list[Labels | None]:
-        """Per page, {item_id: "main" | "other"}; None where the model gave no usable answer."""
-
-
 def page_title(html: str) -> str | None:
     node = LexborHTMLParser(html).css_first("title")
     title = " ".join(node.text().split()) if node is not None else ""
@@ -75,46 +64,24 @@ def render_main(page: ItemPage, labels: Mapping[str, str], cleaner: str) -> Clea
     )
 
 
-class ItemLabellerCleaner(BatchedCleaner[ItemPage, Labels | None]):
-    """simplify -> label -> cut -> render; subclasses say which labeller (and which fallback) they use."""
+class ItemLabellerCleaner(LabellerCleaner[ItemPage, Labels | None]):
+    """MinerU's `_item_id` blocks, labelled main or other; subclasses say which labeller (and which
+    fallback cleaner, for the pages the labeller returns None for) they use."""
 
-    @abstractmethod
-    def labeller(self) -> ItemLabeller:
-        """The labeller, built once per cleaner instance."""
-
-    def fallback(self) -> Cleaner | None:
+    def fallback_cleaner(self) -> Cleaner | None:
         """Cleans the pages the labeller returns None for; None leaves them without text."""
         return None
 
-    def extract_prepared(
-        self, todo: list[tuple[int, str]], urls: Sequence[str], out: list[Extracted]
-    ) -> None:
-        pages: list[tuple[int, ItemPage]] = []
-        for i, html in todo:
-            try:
-                page = item_page(html)
-            except Exception as exc:
-                out[i].error = failed("cleaner", exc)
-                continue
-            if page.blocks:
-                pages.append((i, page))
-            else:
-                out[i].error = empty("no_text")
-        results = self.label_each([page for _, page in pages])
-        for (i, page), labels in zip(pages, results, strict=True):
-            try:
-                if isinstance(labels, Exception):
-                    raise labels
-                if labels is None:
-                    fallback = self.fallback()
-                    extracted = fallback.extract(page.source) if fallback is not None else None
-                    if extracted is not None:
-                        extracted.cleaner = self.name
-                    out[i].page = extracted
-                else:
-                    out[i].page = render_main(page, labels, self.name)
-            except Exception as exc:
-                out[i].error = failed("cleaner", exc)
-                continue
-            if out[i].page is None:
-                out[i].error = empty("no_main")
+    def prepare(self, html: str) -> tuple[ItemPage | None, str | None, bool]:
+        page = item_page(html)
+        return (page if page.blocks else None), "no_text", False
+
+    def render(self, page: ItemPage, labels: Labels | None) -> CleanedPage | None:
+        return None if labels is None else render_main(page, labels, self.name)
+
+    def fallback(self, page: ItemPage) -> CleanedPage | None:
+        cleaner = self.fallback_cleaner()
+        extracted = cleaner.extract(page.source) if cleaner is not None else None
+        if extracted is not None:
+            extracted.cleaner = self.name
+        return extracted

@@ -1,11 +1,21 @@
-"""One labeller interface (simplified pages -> main-content probability per block) and its cleaner."""
+"""The one labeller stack: a model labels the blocks of a batch of prepared pages in one call, and a
+cleaner turns each page's labels into its main text.
+
+    html -> prepare (the page as the model reads it) -> one Labeller.label call per batch
+         -> render (the blocks labelled main, as text and Markdown), or the fallback where a model gave
+            no usable answer
+
+Two page formats share it: hostcrawl's own simplified blocks with a P(main) per block (blocks_v1,
+`BlockLabellerCleaner` here), and MinerU's `_item_id` blocks with a main/other label per item (Pulpie's
+encoders and Dripper's decoders, cleaner/item_labeller.py).
+"""
 
 from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, Generic, TypeVar
 
 import numpy as np
 
@@ -14,6 +24,9 @@ from cleaner.render import render_markdown, render_text
 from cleaner.simplify import SimplePage, simplify
 
 LOGGER = logging.getLogger(__name__)
+
+P = TypeVar("P")
+L = TypeVar("L")
 
 # A block is kept when its main-content probability reaches this.
 KEEP_THRESHOLD = 0.5
@@ -29,55 +42,76 @@ def keep_mask(probs: np.ndarray, threshold: float) -> list[bool]:
     return [bool(p >= cut) for p in probs]
 
 
-class BlockLabeller(ABC):
-    """Labels every block of a batch of pages; batching lets GPU labellers fill their chunks."""
+class Labeller(ABC, Generic[P, L]):
+    """Labels every block of a batch of pages; batching lets accelerator models fill their batches."""
 
     name: ClassVar[str]
 
     @abstractmethod
-    def label(self, pages: Sequence[SimplePage]) -> list[np.ndarray]:
-        """One float array per page, P(main content) for each of its blocks, in block order."""
+    def label(self, pages: Sequence[P]) -> list[L]:
+        """One answer per page, in order (what an answer is depends on the page format)."""
 
 
-class LabellerCleaner(BatchedCleaner[SimplePage, np.ndarray]):
-    """simplify -> label -> render; subclasses only say which labeller they use."""
+class LabellerCleaner(BatchedCleaner[P, L]):
+    """prepare -> label -> render; subclasses say how a page is prepared and rendered, and which
+    labeller (and fallback) they use."""
 
     @abstractmethod
-    def labeller(self) -> BlockLabeller:
+    def labeller(self) -> Labeller[P, L]:
         """The labeller, built once per cleaner instance."""
 
-    def keep_threshold(self) -> float:
-        """P(main) at which a block is kept."""
-        return KEEP_THRESHOLD
+    @abstractmethod
+    def prepare(self, html: str) -> tuple[P | None, str | None, bool]:
+        """The page as the labeller reads it (None: it has no blocks, and the reason), and whether
+        preparing it cut the page short."""
+
+    @abstractmethod
+    def render(self, page: P, labels: L) -> CleanedPage | None:
+        """The blocks the labels keep, as text and Markdown; None when none is kept."""
+
+    def fallback(self, page: P) -> CleanedPage | None:
+        """The page's text when the labeller gave no usable answer for it (None: no text)."""
+        return None
 
     def extract_prepared(
         self, todo: list[tuple[int, str]], urls: Sequence[str], out: list[Extracted]
     ) -> None:
-        """simplify -> one labeller call -> render, keeping the simplifier's reason for empty pages."""
-        simple: list[tuple[int, SimplePage]] = []
+        """prepare -> one labeller call -> render, keeping the preparation's reason for empty pages."""
+        pages: list[tuple[int, P]] = []
         for i, html in todo:
             try:
-                page = simplify(html)
+                page, reason, truncated = self.prepare(html)
             except Exception as exc:
                 out[i].error = failed("cleaner", exc)
                 continue
-            out[i].truncated |= page.truncated
-            if page.blocks:
-                simple.append((i, page))
+            out[i].truncated |= truncated
+            if page is None:
+                out[i].error = empty(reason or "no_text")
             else:
-                out[i].error = empty(page.reason or "no_text")
-        probs = self.label_each([page for _, page in simple])
-        for (i, page), p in zip(simple, probs, strict=True):
-            if isinstance(p, Exception):
-                out[i].error = failed("cleaner", p)
-                continue
+                pages.append((i, page))
+        results = self.label_each([page for _, page in pages])
+        for (i, page), labels in zip(pages, results, strict=True):
             try:
-                out[i].page = self.render(page, p)
+                if isinstance(labels, Exception):
+                    raise labels
+                out[i].page = self.fallback(page) if labels is None else self.render(page, labels)
             except Exception as exc:
                 out[i].error = failed("cleaner", exc)
                 continue
             if out[i].page is None:
                 out[i].error = empty("no_main")
+
+
+class BlockLabellerCleaner(LabellerCleaner[SimplePage, np.ndarray]):
+    """hostcrawl's simplified blocks, one P(main) per block; subclasses say which labeller."""
+
+    def keep_threshold(self) -> float:
+        """P(main) at which a block is kept."""
+        return KEEP_THRESHOLD
+
+    def prepare(self, html: str) -> tuple[SimplePage | None, str | None, bool]:
+        page = simplify(html)
+        return (page if page.blocks else None), page.reason, page.truncated
 
     def render(self, page: SimplePage, probs: np.ndarray) -> CleanedPage | None:
         """Kept blocks as text and Markdown; None when no block is kept."""

@@ -157,7 +157,7 @@ def test_decoder_cleaner_renders_the_blocks_the_model_chose_and_falls_back_to_tr
         "Harbour reopens\nThe harbour master said the quay opens in May after two years of work."
     )
     assert page.markdown.startswith("# Harbour reopens")
-    fallback = DecoderCleaner(engine=engine).fallback()
+    fallback = DecoderCleaner(engine=engine).fallback_cleaner()
     assert fallback.name == "trafilatura_v1"
     again = cleaner.clean(PAGE)  # the answer labels one of four blocks: trafilatura cleans the page
     assert again is not None and again.cleaner == "decoder_v2" and "quay opens in May" in again.text
