@@ -32,6 +32,7 @@ from crawler.run.crawl_config import (
     table_problem,
     validate,
 )
+from crawler.run.run_counts import run_counts
 from crawler.run.seed_urls import check_seed, load_seeds
 from crawler.run.worker_options import continue_command
 from scheduler.queue_window import MEMORY_URLS
@@ -303,7 +304,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         )
     else:
         result = run_crawl(config, run_dir, resume=bool(args.resume), **status)
-    fetched = result.stat("response_received_count") or result.stat("frontier/run/fetched")
+    counts = run_counts(result.stats)
     # pages answered (any status): robots.txt and tdmrep.json answers alone are not a crawl
     pages = sum(int(v) for k, v in result.stats.items() if k.startswith("page/status/"))
     console = Console(stderr=True)
@@ -316,12 +317,13 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         return EXIT_STORAGE
     if result.interrupted:  # SIGINT/SIGTERM: Scrapy stopped scheduling and let what was in flight finish
         console.print(
-            f"[yellow]interrupted[/]: {fetched} responses so far, "
-            f"{result.stat('page/curated')} pages curated; continue with: {continue_command(args, run_dir)}"
+            f"[yellow]interrupted[/]: {counts['fetched']} pages fetched so far, "
+            f"{counts['curated']} pages curated; continue with: {continue_command(args, run_dir)}"
         )
         return EXIT_INTERRUPTED
     console.print(
-        f"[bold]done[/]: {fetched} responses, {result.stat('page/curated')} pages curated, "
+        f"[bold]done[/]: {counts['fetched']} pages fetched ({counts['responses']} responses with robots.txt, "
+        f"redirects and retries), {counts['curated']} pages curated, "
         f"{result.stat('hostcrawl/pages_per_second')} pages/s -> {run_dir}/report.md",
         highlight=False,
     )

@@ -4,6 +4,7 @@ archived response with one seek, datatrove reads the curated text as is, and Scr
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import tomllib
 from collections.abc import Iterator
@@ -138,3 +139,17 @@ def test_deny_regex_keeps_links_out_and_scrapy_settings_pass_through(run: Run) -
     config = tomllib.loads((run.dir / "config.toml").read_text())
     assert config["scrapy"] == {"LOG_LEVEL": "WARNING"} and config["fetch"]["deny"] == [DENIED]
     assert " INFO: " not in (run.dir / "crawl.log").read_text(), "-s LOG_LEVEL=WARNING did not reach Scrapy"
+
+
+def test_the_end_line_the_report_and_stats_give_each_count_one_number(run: Run) -> None:
+    """The end line said "N responses" (robots.txt, redirects and retries too) beside a progress line at
+    the budget and a report of page rows: three numbers under one word. Each count has its own name now."""
+    stats = json.loads((run.dir / "stats.json").read_text())
+    said = re.search(r"done: (\d+) pages fetched \((\d+) responses", " ".join(run.process.stderr.split()))
+    assert said is not None, run.process.stderr[-2000:]
+    assert int(said[1]) == stats["frontier/fetched"] == 150  # the budget, as the progress line counts
+    assert int(said[2]) == stats["response_received_count"] > 150  # robots.txt answers too
+    report = (run.dir / "report.md").read_text()
+    rows = pl.read_parquet(run.dir / "pages.parquet").height
+    assert f"| pages fetched (what the budget counts) | {stats['frontier/fetched']} |" in report
+    assert f"| page rows (pages.parquet: every URL's outcome) | {rows} |" in report

@@ -31,6 +31,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from selectolax.lexbor import LexborHTMLParser
 
 from crawler.monitor.status import one_line
+from crawler.run.run_counts import REFUSALS
 from crawler.testweb import TestWebConfig, TestWebProcess
 from scheduler.export import host_states
 from scheduler.frontier_limits import KEEP_BUSY, fill_hosts
@@ -274,7 +275,10 @@ def test_api_status_matches_the_frontier(watched: Watched) -> None:
     pages = api["pages"]
     assert pages["fetched"] == stats["frontier/fetched"] and pages["budget"] == 300
     assert pages["high_quality"] == stats["page/curated"]
-    assert api["errors"] == {k.split("/", 2)[2]: v for k, v in stats.items() if k.startswith("fetch/failed/")}
+    failed = {k.split("/", 2)[2]: v for k, v in stats.items() if k.startswith("fetch/failed/")}
+    # a robots.txt refusal is the crawl obeying, not an error: it is listed apart (issue 30)
+    assert api["errors"] == {k: v for k, v in failed.items() if k not in REFUSALS}
+    assert api["refusals"] == {k: v for k, v in failed.items() if k in REFUSALS}
     assert api["policy"]["name"] == stats["hostcrawl/policy"]
     settings = api["policy"]["settings"]
     assert settings["sample_pages"] == 3 and settings["keep_busy"] == KEEP_BUSY
@@ -322,7 +326,10 @@ def test_the_page_in_headless_chromium_shows_the_figures_and_the_curve(watched: 
         assert text(f'#hosts-by-state tr[data-state="{state}"] td.n') == str(n)
     rows = [row.attributes["data-host"] for row in dom.css("#top-hosts tbody tr")]
     assert rows == [h["host"] for h in api["hosts"]["top"]]
-    assert {row.attributes["data-reason"] for row in dom.css("#errors tr")} == set(api["errors"])
+    for table in ("errors", "refusals"):  # an empty table shows one "none" row
+        shown = {row.attributes.get("data-reason") for row in dom.css(f"#{table} tr")}
+        assert shown == (set(api[table]) or {None}), (table, shown)
+    assert api["refusals"], "the test web's robots.txt disallows refuse some URLs"
     curve = dom.css_first("#curve-cumulative")
     assert curve is not None
     points = int(curve.attributes["data-points"] or 0)

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from crawler.monitor.status import HOST_STATES, TOP_HOSTS, counters, scan_hosts_empty
+from crawler.run.run_counts import errors, refusals
 from crawler.run.run_stats import STATS_META, loads_stats, merge_stats
 from crawler.run.worker_merge import ALIVE_S
 from scheduler.export import host_state_frame
@@ -128,7 +129,8 @@ def run_snapshot(frontier: RedisFrontier, curve: list[list[float]] | None = None
             "score_lag_mean": None,
             "score_lag_max": None,
         },
-        "errors": dict(sorted(count["fetch_failures"].items(), key=lambda kv: -kv[1])),
+        "errors": dict(sorted(errors(stats).items(), key=lambda kv: -kv[1])),
+        "refusals": refusals(stats),
         "policy": {"name": stats.get("hostcrawl/policy"), "settings": {"budget_pages": budget}},
         "counters": count,
         "workers": workers,

@@ -22,6 +22,7 @@ from twisted.internet import task
 
 from crawler.fetch.politeness import Politeness
 from crawler.pages.store_pipeline import CleanScoreStorePipeline
+from crawler.run.run_counts import errors, refusals
 from scheduler.frontier_limits import KEEP_BUSY
 from scheduler.hosts import PRIOR_ALPHA, PRIOR_BETA, HostRecord, HostState
 from scheduler.scrapy_scheduler import HostScheduler
@@ -228,7 +229,8 @@ class CrawlStatus:
             "hosts": {**self.hosts_view, "discovered": int(stats.get("host/discovered", 0))},
             "politeness": self._politeness(count),
             "cleaning": self._cleaning(frontier),
-            "errors": dict(sorted(count["fetch_failures"].items(), key=lambda kv: -kv[1])),
+            "errors": dict(sorted(errors(stats).items(), key=lambda kv: -kv[1])),
+            "refusals": refusals(stats),  # robots.txt and our own rules said no: not errors
             "policy": {"name": policy, "settings": policy_settings(self.crawler, scheduler)},
             "counters": count,
         }

@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import polars as pl
 
+from crawler.run.run_counts import label, run_counts
 from crawler.run.run_stats import ATTEMPTS
 from crawler.run.worker_options import RUN_FILE, WORKERS_DIR
 
@@ -186,9 +187,12 @@ def write_report(
     extra_sections: list[str] | None = None,
 ) -> Path:
     html_pages = pages.filter(pl.col(score).is_not_null())
+    counts = run_counts(stats)
     summary = [
-        ("pages fetched (rows in pages.parquet)", pages.height),
-        ("hosts", hosts.height),
+        (f"{label('fetched')} (what the budget counts)", counts["fetched"] or pages.height),
+        (f"{label('page_rows')} (pages.parquet: every URL's outcome)", pages.height),
+        (f"{label('responses')} (robots.txt, redirects and retries too)", counts["responses"]),
+        ("hosts (hosts.parquet)", hosts.height),
         ("HTML pages cleaned and scored", html_pages.height),
         ("pages curated (text/)", int(pages["curated"].fill_null(False).sum())),
         ("wall time (s)", stats.get("hostcrawl/wall_seconds", 0.0)),
