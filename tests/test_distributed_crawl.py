@@ -272,6 +272,7 @@ def test_frontier_status_reports_the_finished_run(three: Workers, redis_server: 
     assert snap["frontier"]["leases"] == 0 and snap["state"] == "finished"
     text = hostcrawl(*args).stdout
     assert "w1: finished" in text and f"pages fetched {snap['pages']['fetched']}/300" in text
+    assert "run state finished" in text  # it said "running" after every worker had finished
 
 
 def test_bad_frontier_flags_fail_with_one_line_and_exit_2(redis_server: RedisServer, tmp_path: Path) -> None:

@@ -182,12 +182,21 @@ def _recent_rate(curve: list[list[float]], window_s: float = 10.0) -> float:
     return round((last[1] - first[1]) / (last[0] - first[0]), 2) if last[0] > first[0] else 0.0
 
 
+def run_state(snap: dict[str, Any]) -> str:
+    """finished (no live worker, no lease), draining (asked to stop), or running."""
+    if snap["state"] == "finished":
+        return "finished"
+    return "draining" if snap["frontier"]["state"] == "draining" else "running"
+
+
 def status_text(snap: dict[str, Any]) -> str:
     """`hostcrawl frontier status`: the run in a few lines."""
     f, pages = snap["frontier"], snap["pages"]
     budget = f"/{pages['budget']}" if pages["budget"] else ""
     lines = [
-        f"run state {f['state']}, {snap['elapsed_s']:.0f} s since it was seeded",
+        # the run's state from its workers (the frontier's own says only running or draining: it said
+        # "running" after the only worker had finished)
+        f"run state {run_state(snap)}, {snap['elapsed_s']:.0f} s since it was seeded",
         f"pages fetched {pages['fetched']}{budget}, {pages['per_second_mean']} pages/s over the run, "
         f"high quality {pages['high_quality']}",
         f"hosts {f['hosts_known']} known: {f['hosts_ready']} ready, {f['hosts_waiting']} waiting for "
