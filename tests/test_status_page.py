@@ -295,7 +295,7 @@ def test_progress_line_says_the_same_in_the_terminal_width(watched: Watched) -> 
         line = one_line(api, width)
         assert len(line) <= width and full.startswith(line)  # the least important parts go first
     assert one_line(api, 80).startswith(f"{api['pages']['fetched']}/300 (100%) pages")
-    assert f"hosts {api['hosts']['known']}" in full and api["policy"]["name"] in full
+    assert f"hosts known {api['hosts']['known']}" in full and api["policy"]["name"] in full
     assert f"hq/fetch {api['pages']['high_quality_per_fetch']:.2f}" in full
 
 

@@ -352,7 +352,7 @@ def one_line(snap: dict[str, Any], width: int) -> str:
         f"{pages['fetched']}{budget} pages",
         f"{pages['per_second']:.1f}/s",
         f"hq/fetch {hq:.2f}" if hq is not None else "hq/fetch -",
-        f"hosts {hosts['known']}" + (f" ({states})" if states else ""),
+        f"hosts known {hosts['known']}" + (f" ({states})" if states else ""),
         f"{pol['hosts_waiting']} hosts waiting {pol['mean_wait_s']:.1f}s",
         f"backoffs {sum(pol['backoffs'].values())}",
         f"clean queue {clean['queue_pages']}",
