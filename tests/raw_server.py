@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import pytest
 
 Writer = Callable[[socket.socket], None]
+COUNTED_BYTES = 64 * 1024  # an answer this small leaves in one write, whatever the client does
 Answer = bytes | Writer
 
 
@@ -36,8 +37,13 @@ class RawServer:
     answers: dict[tuple[str, str], Answer] = field(default_factory=dict)
     hits: list[RawHit] = field(default_factory=list)
     port: int = 0
-    most_at_once: int = 0  # answers being written at one time, at most (a trickle's not counted)
-    _active: int = 0
+    # Each answer of up to COUNTED_BYTES is held `hold_s` before it is written and counted while held, so
+    # a second request that arrives meanwhile shows; larger answers (a 10 MB robots.txt) are not counted:
+    # the crawler may stop reading one at its cap and go on while the server is still blocked writing it.
+    hold_s: float = 0.0
+    most_at_once: int = 0  # answers being held or written at one time, at most (a trickle's not counted)
+    overlaps: list[list[str]] = field(default_factory=list)  # "host path" of answers written together
+    _active: dict[int, str] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: socketserver.ThreadingTCPServer | None = None
 
@@ -70,14 +76,20 @@ class RawServer:
         if not isinstance(answer, bytes):
             answer(conn)
             return
+        if len(answer) > COUNTED_BYTES:
+            conn.sendall(answer)
+            return
         with self._lock:
-            self._active += 1
-            self.most_at_once = max(self.most_at_once, self._active)
+            self._active[id(conn)] = f"{host} {path}"
+            self.most_at_once = max(self.most_at_once, len(self._active))
+            if len(self._active) > 1:
+                self.overlaps.append(sorted(self._active.values()))
         try:
+            time.sleep(self.hold_s)
             conn.sendall(answer)
         finally:
             with self._lock:
-                self._active -= 1
+                del self._active[id(conn)]
 
     def __enter__(self) -> RawServer:
         outer = self

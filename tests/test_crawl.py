@@ -16,6 +16,7 @@ from hostcrawl_cli import hostcrawl
 from warcio.archiveiterator import ArchiveIterator
 from warcio.checker import Checker
 
+from crawler.archive.warc_files import read_record
 from crawler.bench.audit import audit_test_web, read_request_log
 from crawler.pages.sinks import read_text_shards
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
@@ -220,6 +221,23 @@ def test_every_hostile_host_is_survived_and_counted(crawl: Crawl) -> None:
     assert count("fetch/failed/too_large_decoded") >= 1, "gzip bomb not stopped at the cap"
     assert count("page/skipped/binary_as_html") >= 1
     assert count("downloader/response_status_count/5") >= 1
+
+
+def test_a_bomb_refused_when_decoded_keeps_its_archived_record_in_its_row(crawl: Crawl) -> None:
+    """The bomb's response is archived as received (small, still gzipped), then refused at the decoded cap:
+    its row said failed with no WARC location, so an archived 200 had no row to find it by."""
+    pages = pl.read_parquet(crawl.run_dir / "pages.parquet")
+    bombs = pages.filter(pl.col("error") == "too_large_decoded")
+    assert bombs.height >= 1
+    for row in bombs.iter_rows(named=True):
+        assert row["status"] == 200 and row["outcome"] == "failed" and row["kind"] is None, row
+        record = read_record(
+            crawl.run_dir / "warc", row["warc_filename"], row["warc_offset"], row["warc_length"]
+        )
+        assert (
+            record.rec_type == "response" and record.rec_headers.get_header("WARC-Target-URI") == row["url"]
+        )
+        assert record.rec_headers.get_header("WARC-Record-ID") == row["warc_record_id"]
 
 
 def test_private_targets_are_refused_without_the_flag(tmp_path: Path) -> None:

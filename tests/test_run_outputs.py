@@ -77,7 +77,9 @@ def test_outcome_says_what_became_of_each_url(run: Run) -> None:
     pages = pl.read_parquet(run.dir / "pages.parquet")
     assert set(pages["outcome"].unique()) <= set(OUTCOMES)
     with_response = pages.filter(pl.col("status").is_not_null())
-    assert set(with_response["outcome"].unique()) <= {"fetched", "http_error"}
+    refused_decoded = pl.col("error") == "too_large_decoded"  # archived as received, refused decoded
+    assert set(with_response.filter(~refused_decoded)["outcome"].unique()) <= {"fetched", "http_error"}
+    assert (with_response.filter(refused_decoded)["outcome"] == "failed").all()
     without = pages.filter(pl.col("status").is_null())
     assert not without["outcome"].is_in(["fetched", "http_error"]).any(), "a refused URL counted as fetched"
     robots = pages.filter(pl.col("error") == "robots_forbidden")

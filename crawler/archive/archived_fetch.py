@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any, Self
 from scrapy.http import Headers
 from scrapy.responsetypes import responsetypes
 
-from crawler.archive.warc_capture import ARCHIVED_META, FETCHED_AT_META, WARC_ID_META, WARC_LOCATION_META
+from crawler.archive.warc_capture import (
+    ARCHIVED_META,
+    FETCHED_AT_META,
+    WARC_ID_META,
+    WARC_LOCATION_META,
+    WARC_STATUS_META,
+)
 from crawler.archive.warc_files import read_record, responses_in
 from scheduler.urls import canonical
 
@@ -99,6 +105,7 @@ class ArchivedFetch:
         request.meta[WARC_ID_META] = where["warc_record_id"]
         request.meta[WARC_LOCATION_META] = {k: where[k] for k in LOCATION_KEYS}
         request.meta[FETCHED_AT_META] = fetched_at
+        request.meta[WARC_STATUS_META] = status
         headers = Headers(record.http_headers.headers)
         response_class = responsetypes.from_args(headers=headers, url=request.url, body=body)
         self.stats.inc_value("resume/read_back_from_warc")

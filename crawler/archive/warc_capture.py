@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 WARC_ID_META = "hostcrawl_warc_id"
 WARC_LOCATION_META = "hostcrawl_warc_location"  # the response record's warc_filename/offset/length
+WARC_STATUS_META = "hostcrawl_warc_status"  # the archived response's HTTP status
 FETCHED_AT_META = "hostcrawl_fetched_at"
 # A request in flight at a kill whose response is already archived: its record (archived_fetch.py)
 ARCHIVED_META = "hostcrawl_archived"
@@ -118,6 +119,7 @@ class WarcCaptureMiddleware:
             raise StopCancelled(f"not archived: the disk refused a write ({request.url})") from None
         if (where := self.writer.last_response) is not None:
             request.meta[WARC_LOCATION_META] = where.columns()
+        request.meta[WARC_STATUS_META] = response.status
         return response
 
     def _archive(self, request: Request, response: Response, record: FetchRecord) -> None:

@@ -18,7 +18,7 @@ from scrapy.utils.sitemap import Sitemap
 from twisted.python.failure import Failure
 
 from crawler.archive.revisit import REVISIT_META
-from crawler.archive.warc_capture import FETCHED_AT_META, WARC_ID_META, WARC_LOCATION_META
+from crawler.archive.warc_capture import FETCHED_AT_META, WARC_ID_META, WARC_LOCATION_META, WARC_STATUS_META
 from crawler.fetch.directives import TDM_HEADER, PageDirectives, page_directives, product_token
 from crawler.fetch.failures import failure_reason
 from crawler.fetch.shutdown import StopCancelled
@@ -216,4 +216,13 @@ class HostSpider(scrapy.Spider):
         reason = failure_reason(failure.value or Exception())
         self.crawler.stats.inc_value(f"fetch/failed/{reason}")
         request = failure.request  # type: ignore[attr-defined]
-        yield page_record(request.url, request.meta, error=reason)
+        archived: dict[str, Any] = {}
+        if reason == "too_large_decoded" and WARC_ID_META in request.meta:
+            # refused when decoded (a gzip/brotli/zstd bomb) after its response was archived as received:
+            # the row finds that record, as every archived response's row does
+            archived = {
+                "status": request.meta.get(WARC_STATUS_META),
+                "warc_record_id": request.meta[WARC_ID_META],
+                **request.meta.get(WARC_LOCATION_META, {}),
+            }
+        yield page_record(request.url, request.meta, error=reason, **archived)

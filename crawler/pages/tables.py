@@ -78,9 +78,14 @@ def read_spool(run_dir: Path, scorers: list[str]) -> pl.DataFrame:
 def with_outcome(frame: pl.DataFrame) -> pl.DataFrame:
     """`outcome` and `kind` from status and error; a page kind leaves the error column."""
     error, status = pl.col("error"), pl.col("status")
+    # a response archived as received, then refused when decoded (a bomb): its row has the record's
+    # status and location, and it failed
+    refused_decoded = error == "too_large_decoded"
     outcome = (
         pl.when(status >= 400)
         .then(pl.lit("http_error"))
+        .when(refused_decoded)
+        .then(pl.lit("failed"))
         .when(status.is_not_null())
         .then(pl.lit("fetched"))
         .when(error == "robots_forbidden")
@@ -90,7 +95,7 @@ def with_outcome(frame: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.lit("failed"))
     )
     kind = (
-        pl.when(status.is_null())
+        pl.when(status.is_null() | refused_decoded)
         .then(None)
         .when(error.is_in(PAGE_KINDS))
         .then(error)
