@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from crawler.monitor.status import HOST_STATES, TOP_HOSTS, counters, scan_hosts_empty
-from crawler.run.run_counts import errors, refusals
+from crawler.run.run_counts import split_failures
 from crawler.run.run_stats import STATS_META, loads_stats, merge_stats
 from crawler.run.worker_merge import ALIVE_S
 from scheduler.export import host_state_frame
@@ -77,6 +77,7 @@ def run_snapshot(frontier: RedisFrontier, curve: list[list[float]] | None = None
     for worker in workers:
         stats = merge_stats(stats, loads_stats(frontier.worker_meta(worker).get(STATS_META)))
     count = counters(stats)
+    errors, refusals = split_failures(count["fetch_failures"])
     view = frontier_view(frontier)
     hosts = _hosts(frontier, view)
     if curve is not None:
@@ -129,8 +130,8 @@ def run_snapshot(frontier: RedisFrontier, curve: list[list[float]] | None = None
             "score_lag_mean": None,
             "score_lag_max": None,
         },
-        "errors": dict(sorted(errors(stats).items(), key=lambda kv: -kv[1])),
-        "refusals": refusals(stats),
+        "errors": errors,
+        "refusals": refusals,
         "policy": {"name": stats.get("hostcrawl/policy"), "settings": {"budget_pages": budget}},
         "counters": count,
         "workers": workers,

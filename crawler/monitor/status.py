@@ -22,7 +22,7 @@ from twisted.internet import task
 
 from crawler.fetch.politeness import Politeness
 from crawler.pages.store_pipeline import CleanScoreStorePipeline
-from crawler.run.run_counts import errors, refusals
+from crawler.run.run_counts import split_failures
 from scheduler.frontier_limits import KEEP_BUSY
 from scheduler.hosts import PRIOR_ALPHA, PRIOR_BETA, HostRecord, HostState
 from scheduler.scrapy_scheduler import HostScheduler
@@ -201,6 +201,7 @@ class CrawlStatus:
         frontier = scheduler.frontier if scheduler is not None else None
         fetched = int(stats.get("frontier/fetched", stats.get("response_received_count", 0)) or 0)
         count = counters(stats)
+        errors, refusals = split_failures(count["fetch_failures"])
         if now >= self.next_host_scan:
             self.polite_view = self._scan_politeness()
             self.hosts_view = scan_hosts(frontier, now) if frontier is not None else scan_hosts_empty()
@@ -229,8 +230,8 @@ class CrawlStatus:
             "hosts": {**self.hosts_view, "discovered": int(stats.get("host/discovered", 0))},
             "politeness": self._politeness(count),
             "cleaning": self._cleaning(frontier),
-            "errors": dict(sorted(errors(stats).items(), key=lambda kv: -kv[1])),
-            "refusals": refusals(stats),  # robots.txt and our own rules said no: not errors
+            "errors": errors,
+            "refusals": refusals,  # robots.txt and our own rules said no: not errors
             "policy": {"name": policy, "settings": policy_settings(self.crawler, scheduler)},
             "counters": count,
         }

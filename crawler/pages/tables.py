@@ -27,6 +27,8 @@ WARC_LOCATION = pa.schema(
 # What became of a URL: only `fetched` and `http_error` rows had a response.
 OUTCOMES = ("fetched", "http_error", "robots_refused", "refused", "failed")
 REFUSED_BY_US = ("private_address", "crawl_delay_too_long", "ignored")
+# fetch/failed/<reason>s that are the crawl obeying a rule (robots.txt, its own), not failures
+REFUSALS = frozenset({"robots_forbidden", *REFUSED_BY_US})
 # Responses that are not HTML pages to clean: a page kind, not an error (html for the rest).
 PAGE_KINDS = ("sitemap", "not_html", "binary_as_html")
 

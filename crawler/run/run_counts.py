@@ -10,26 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-# name -> (the stats.json key it is read from, what it counts)
+from crawler.pages.tables import REFUSALS
+
+# name -> (the stats.json key it is read from, its name as users read it); README says what each counts
 COUNTS: dict[str, tuple[str, str]] = {
-    "fetched": (
-        "frontier/fetched",
-        "pages fetched: URLs the frontier handed out whose fetch ended, answered or failed; what "
-        "--max-pages counts and the progress line shows",
-    ),
-    "page_rows": (
-        "page/recorded",
-        "page rows: rows of pages.parquet, one per fetched URL's outcome, failures and redirects included",
-    ),
-    "responses": (
-        "response_received_count",
-        "responses: every HTTP answer received, robots.txt, tdmrep.json, redirect hops and retried "
-        "attempts included",
-    ),
-    "curated": ("page/curated", "pages curated: pages whose text went to text/*.jsonl.zst"),
+    "fetched": ("frontier/fetched", "pages fetched"),  # what --max-pages counts and the progress line shows
+    "page_rows": ("page/recorded", "page rows"),  # rows of pages.parquet, failures and redirects included
+    "responses": ("response_received_count", "responses"),  # robots.txt, redirect hops and retries too
+    "curated": ("page/curated", "pages curated"),  # pages whose text went to text/
 }
-# fetch/failed/<reason> reasons that are the crawler obeying a rule, not a failure: not counted as errors
-REFUSALS = frozenset({"robots_forbidden", "crawl_delay_too_long", "private_address"})
 
 
 def run_counts(stats: dict[str, Any]) -> dict[str, int]:
@@ -42,23 +31,11 @@ def run_counts(stats: dict[str, Any]) -> dict[str, int]:
 
 def label(name: str) -> str:
     """The count's name as users read it, e.g. "pages fetched"."""
-    return COUNTS[name][1].split(":", 1)[0]
+    return COUNTS[name][1]
 
 
-def errors(stats: dict[str, Any]) -> dict[str, int]:
-    """fetch/failed/<reason> counts that are failures; refusals by robots.txt and our own rules are not."""
-    prefix = "fetch/failed/"
-    return {
-        key[len(prefix) :]: int(value)
-        for key, value in stats.items()
-        if key.startswith(prefix) and key[len(prefix) :] not in REFUSALS
-    }
-
-
-def refusals(stats: dict[str, Any]) -> dict[str, int]:
-    prefix = "fetch/failed/"
-    return {
-        key[len(prefix) :]: int(value)
-        for key, value in stats.items()
-        if key.startswith(prefix) and key[len(prefix) :] in REFUSALS
-    }
+def split_failures(failed: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+    """fetch/failed/<reason> counts (status.counters' fetch_failures) as (errors, refusals): a refusal by
+    robots.txt or by our own rules is the crawl obeying, not an error. Errors come most frequent first."""
+    errors = {k: v for k, v in sorted(failed.items(), key=lambda kv: -kv[1]) if k not in REFUSALS}
+    return errors, {k: v for k, v in failed.items() if k in REFUSALS}

@@ -14,7 +14,7 @@ import polars as pl
 
 from crawler.run.run_counts import label, run_counts
 from crawler.run.run_stats import ATTEMPTS
-from crawler.run.worker_options import RUN_FILE, WORKERS_DIR
+from crawler.run.worker_options import RUN_FILE, WORKERS_DIR, worker_command
 
 TOP_HOSTS = 20
 
@@ -131,8 +131,8 @@ def _continue_hint(run_dir: Path) -> str:
     except (OSError, ValueError, KeyError, TypeError):
         frontier, name = "URL", "NAME"
     return (
-        f"Continue the run with a worker: `hostcrawl crawl --frontier {frontier} --run {name} "
-        f"--out {run_dir.parent.parent}` and this worker's other options, under a new --worker-id (or none)."
+        f"Continue the run with a worker: `{worker_command(frontier, name, run_dir.parent.parent)}` and this "
+        "worker's other options, under a new --worker-id (or none)."
     )
 
 

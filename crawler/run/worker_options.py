@@ -35,7 +35,10 @@ def continue_command(args: argparse.Namespace, run_dir: Path) -> str:
     if not args.frontier:
         return f"hostcrawl crawl --resume {run_dir}"
     named = " (a new --worker-id, or none)" if args.worker_id else ""
-    return (
-        f"hostcrawl crawl --frontier {args.frontier} --run {args.run_name} --out {run_dir}{named} and "
-        "the options this worker was started with"
-    )
+    command = worker_command(args.frontier, args.run_name, run_dir)
+    return f"{command}{named} and the options this worker was started with"
+
+
+def worker_command(frontier: str, run: str, out: Path) -> str:
+    """A new worker of a distributed run (its --out is the run's directory, not a worker's)."""
+    return f"hostcrawl crawl --frontier {frontier} --run {run} --out {out}"
