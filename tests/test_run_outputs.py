@@ -17,8 +17,9 @@ from datatrove.pipeline.readers import JsonlReader
 from hostcrawl_cli import hostcrawl
 
 from crawler.archive.warc_files import cdxj_path, read_cdxj, read_record
+from crawler.pages.outcomes import OUTCOMES
 from crawler.pages.sinks import read_text_shards
-from crawler.pages.tables import OUTCOMES, PAGE_KINDS
+from crawler.pages.tables import PAGE_KINDS
 from crawler.testweb import TestWebConfig, TestWebProcess
 
 pytestmark = pytest.mark.slow

@@ -31,7 +31,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from selectolax.lexbor import LexborHTMLParser
 
 from crawler.monitor.status import one_line
-from crawler.pages.tables import REFUSALS
+from crawler.pages.outcomes import REFUSALS
 from crawler.testweb import TestWebConfig, TestWebProcess
 from scheduler.export import host_states
 from scheduler.frontier_limits import KEEP_BUSY, fill_hosts

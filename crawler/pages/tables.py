@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cleaner.quality import score_column
+from crawler.pages.outcomes import REFUSED_BY_US
 from crawler.pages.sinks import PAGES_SPOOL
 from scheduler.export import host_states
 from scheduler.scrapy_scheduler import FRONTIER_FILE
@@ -24,11 +25,6 @@ from scheduler.scrapy_scheduler import FRONTIER_FILE
 WARC_LOCATION = pa.schema(
     [("warc_filename", pa.string()), ("warc_offset", pa.int64()), ("warc_length", pa.int64())]
 )
-# What became of a URL: only `fetched` and `http_error` rows had a response.
-OUTCOMES = ("fetched", "http_error", "robots_refused", "refused", "failed")
-REFUSED_BY_US = ("private_address", "crawl_delay_too_long", "ignored")
-# fetch/failed/<reason>s that are the crawl obeying a rule (robots.txt, its own), not failures
-REFUSALS = frozenset({"robots_forbidden", *REFUSED_BY_US})
 # Responses that are not HTML pages to clean: a page kind, not an error (html for the rest).
 PAGE_KINDS = ("sitemap", "not_html", "binary_as_html")
 

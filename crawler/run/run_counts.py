@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from crawler.pages.tables import REFUSALS
+from crawler.pages.outcomes import REFUSALS
 
 # name -> (the stats.json key it is read from, its name as users read it); README says what each counts
 COUNTS: dict[str, tuple[str, str]] = {
