@@ -292,8 +292,8 @@ class RedisHostScheduler(HostScheduler):
 
     def response_received(self, response: Any, request: Request, spider: Any = None) -> None:
         lease: Lease | None = request.meta.get(LEASE_META)
-        if lease is not None:
-            self._end(lease, fetched=True)
+        if lease is not None:  # (not fetched: a response served without the network)
+            self._end(lease, fetched=lease.fetched)
 
     def fetched(self, lease: Lease, page: dict[str, Any], html: str) -> None:
         """A worker that dies before recording the page loses its lease, and another fetches it again."""

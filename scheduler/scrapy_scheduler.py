@@ -108,6 +108,9 @@ class HostScheduler:
         self.frozen = False  # the disk refused a write: nothing more is committed (storage_failed)
         crawler.signals.connect(self.freeze, signal=storage_failed)
         crawler.signals.connect(self.left_downloader, signal=signals.request_left_downloader)
+        # A host is released when its response has passed the downloader middlewares, which may fetch
+        # more of it first (tdmrep.json): until then no other host on its address is sent (as in Redis mode).
+        crawler.signals.connect(self.response_received, signal=signals.response_received)
         crawler.signals.connect(self.scored, signal=page_scored)
         crawler.signals.connect(self.fetched, signal=page_fetched)
         crawler.signals.connect(self.host_timer, signal=host_ready_at)
@@ -196,8 +199,8 @@ class HostScheduler:
         assert self.frontier is not None
         old: Lease | None = request.meta.get(LEASE_META)
         if old is not None:
-            if not old.ended:  # sent back before the network (its robots.txt said "not now")
-                self.frontier.fetch_ended(old, False, 0.0)
+            if not old.ended:  # a retry after a network error, or robots.txt said "not now"
+                self._end(old, old.fetched)
             self.frontier.retire(old)  # a retry or redirect of a request we handed out
         if self._redirect_loop(request, old):
             return False
@@ -284,11 +287,23 @@ class HostScheduler:
         if (wake := engine_wake(self.crawler)) is not None:
             self.wakeup = reactor.callLater(delay, wake)  # type: ignore[arg-type]
 
+    def _end(self, lease: Lease, fetched: bool) -> None:
+        """The host is free again: the response has passed the downloader middlewares, or it never came."""
+        if lease.ended or self.frontier is None:
+            return
+        self.frontier.fetch_ended(lease, fetched, 0.0)
+        if fetched:
+            self.stats.inc_value("frontier/fetched")
+
     def left_downloader(self, request: Request) -> None:
         lease: Lease | None = request.meta.get(LEASE_META)
-        if lease is not None and self.frontier is not None:
-            self.frontier.fetch_ended(lease, True, 0.0)
-            self.stats.inc_value("frontier/fetched")
+        if lease is not None and not lease.ended:
+            lease.fetched = True  # reached the network: it costs budget, whatever happens next
+
+    def response_received(self, response: Any, request: Request, spider: Any = None) -> None:
+        lease: Lease | None = request.meta.get(LEASE_META)
+        if lease is not None:  # (not fetched: a response the archive kept from before a crash)
+            self._end(lease, lease.fetched)
 
     def fetched(self, lease: Lease, page: dict[str, Any], html: str) -> None:
         """Archived and parsed: commit it with its links, so a crash from here on costs no refetch."""
@@ -306,8 +321,8 @@ class HostScheduler:
         try:
             for key, value in (checkpoint or {}).items():
                 self.frontier.store.set_meta(key, value)  # committed by `observe`, with this page
-            if not lease.ended:  # a middleware dropped it before the network (robots.txt, private address)
-                self.frontier.fetch_ended(lease, False, 0.0)
+            if not lease.ended:  # a network error, or dropped before the network (robots.txt, private addr.)
+                self._end(lease, lease.fetched)
             self.frontier.observe(lease, score)
         except sqlite3.OperationalError as exc:
             self._store_failed(exc)
