@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
 import redis
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy_redis.connection import get_redis_from_settings
 
 from scheduler.frontier_limits import ScorePipe
@@ -83,9 +83,6 @@ class RedisHostScheduler(HostScheduler):
         self.pipe = ScorePipe(bound, time.monotonic(), self._count_in_link)  # asked by the link thread
         self.ready_at: dict[str, float] = {}  # politeness: host -> monotonic time (host_ready_at)
         self.gauges: dict[str, Any] = {}  # the crawler's cleaning and politeness gauges (set on the reactor)
-        # A host is released when its response has passed the downloader middlewares, which may fetch
-        # more of it first (tdmrep.json): from then on its delay runs, for every worker.
-        crawler.signals.connect(self.response_received, signal=signals.response_received)
         self.shared = SharedPolicy(
             self.policy, self.limits, self.priors, self.frontier_store, self._run_explored
         )

@@ -111,6 +111,8 @@ class HostScheduler:
         # A host is released when its response has passed the downloader middlewares, which may fetch
         # more of it first (tdmrep.json): until then no other host on its address is sent (as in Redis mode).
         crawler.signals.connect(self.response_received, signal=signals.response_received)
+        crawler.signals.connect(self.callback_failed, signal=signals.spider_error)
+        crawler.signals.connect(self.callback_failed, signal=signals.item_error)
         crawler.signals.connect(self.scored, signal=page_scored)
         crawler.signals.connect(self.fetched, signal=page_fetched)
         crawler.signals.connect(self.host_timer, signal=host_ready_at)
@@ -304,6 +306,15 @@ class HostScheduler:
         lease: Lease | None = request.meta.get(LEASE_META)
         if lease is not None:  # (not fetched: a response the archive kept from before a crash)
             self._end(lease, lease.fetched)
+
+    def callback_failed(self, failure: Any, response: Any, spider: Any = None, item: Any = None) -> None:
+        """A page whose parsing or recording raised never gets a score: it is settled without one, so its
+        host and the crawl's end do not wait for it for good (a bug, counted and logged by Scrapy)."""
+        request = getattr(response, "request", None)
+        lease: Lease | None = None if request is None else request.meta.get(LEASE_META)
+        if lease is not None and not lease.settled:
+            self.stats.inc_value("frontier/settled_after_error")
+            self.scored(lease, None)
 
     def fetched(self, lease: Lease, page: dict[str, Any], html: str) -> None:
         """Archived and parsed: commit it with its links, so a crash from here on costs no refetch."""

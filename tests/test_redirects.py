@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from scrapy import Request, Spider
+from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
 from scheduler.scrapy_scheduler import HostScheduler
@@ -34,11 +35,13 @@ def _scheduler(tmp_path: Path) -> HostScheduler:
 
 
 def _fetch_all(scheduler: HostScheduler) -> dict[str, Request]:
-    """Hand out everything that is ready and let it leave the downloader, as a crawl would."""
+    """Hand out everything that is ready and let its response leave the downloader and pass the
+    downloader middlewares, as a crawl would (the host is free again then)."""
     out = {}
     assert scheduler.frontier is not None
     while (request := scheduler.next_request()) is not None:
         scheduler.left_downloader(request)
+        scheduler.response_received(HtmlResponse(request.url, body=b"", request=request), request)
         out[request.url] = request
         for record in scheduler.frontier.hosts.values():
             record.ready_at = 0.0  # politeness is not what this test is about
