@@ -53,10 +53,14 @@ class Example:
     features: np.ndarray | None = field(default=None)
 
 
-def load_examples(root: Path, ids: Sequence[str] | None = None) -> list[Example]:
-    """Simplify and label every page that has a main-content truth."""
+def load_examples(
+    root: Path, ids: Sequence[str] | None = None, progress: Callable[[int], None] | None = None
+) -> list[Example]:
+    """Simplify and label every page that has a main-content truth (`progress` gets the pages read)."""
     out: list[Example] = []
-    for tp in iter_pages(root, list(ids) if ids is not None else None):
+    for n, tp in enumerate(iter_pages(root, list(ids) if ids is not None else None), 1):
+        if progress is not None:
+            progress(n)
         if not tp.main_content:
             continue
         page = simplify(tp.html)
@@ -123,6 +127,7 @@ def train_model(
         row_fold = np.repeat(folds, sizes)
         oof = np.zeros(len(y))
         for f in range(INNER_FOLDS):
+            say(f"pass 1 out-of-fold predictions: fold {f + 1}/{INNER_FOLDS}")
             inner = _fit(x[row_fold != f], y[row_fold != f], w[row_fold != f], SEED + f)
             oof[row_fold == f] = inner.predict(x[row_fold == f], num_threads=1)
         stacked = np.vstack(

@@ -100,8 +100,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     try:
         heldout = heldout_ids()
         ids = [i for i in page_ids(args.data) if i not in heldout]
-        with console.status("simplifying and labelling pages"):
-            examples = load_examples(args.data, ids)
+        with console.status("simplifying and labelling pages") as status:
+            examples = load_examples(
+                args.data, ids, lambda n: status.update(f"simplifying and labelling pages {n:,}/{len(ids):,}")
+            )
     except DatasetError as exc:
         _err(str(exc))
         return EXIT_USAGE

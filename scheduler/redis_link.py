@@ -33,6 +33,7 @@ STATUS_EVERY_S = 1.0  # reclaim expired leases, heartbeat, refresh `pending`
 # Every worker's policy takes the whole run's host means (the aspiration level's input) and URL-shape
 # counts from Redis this often; between merges it adds what it learns itself.
 SHARED_EVERY_S = 10.0
+PAUSED_FLUSH_S = 2.0  # at close with Redis unreachable, how long the outbox waits for it to come back
 
 
 @dataclass(slots=True, frozen=True)
@@ -65,7 +66,7 @@ class LinkState:
     counts: Counter[str] = field(default_factory=Counter)
 
 
-def _tell(line: str) -> None:
+def tell(line: str) -> None:
     """The worker's terminal, not only crawl.log: its progress line alone showed 0.0/s and no reason."""
     print(line, file=sys.stderr, flush=True)
 
@@ -122,9 +123,15 @@ class RedisLink:
         self.wake.set()
 
     def stop(self, timeout: float) -> bool:
-        """Sends what is left in the outbox (while Redis answers, up to `timeout`); True if all went."""
-        deadline = time.monotonic() + timeout
+        """Sends what is left in the outbox (while Redis answers, up to `timeout`); True if all went.
+
+        While Redis is unreachable it waits `PAUSED_FLUSH_S` only: Ctrl-C took 32 s with Redis gone. What
+        stays unsent loses nothing: the leases it would have ended expire and other workers fetch again."""
+        start = time.monotonic()
+        deadline = start + timeout
         while self.unsent() and time.monotonic() < deadline and self.thread.is_alive():
+            if self.state.paused and time.monotonic() - start >= PAUSED_FLUSH_S:
+                break
             self.wake.set()
             time.sleep(0.02)
         self.stopping = True
@@ -144,7 +151,7 @@ class RedisLink:
                 self._turn()
                 if self.state.paused:
                     logger.warning("redis: connection back; worker %s resumes", self.worker)
-                    _tell(f"hostcrawl worker {self.worker}: Redis is back; the crawl goes on")
+                    tell(f"hostcrawl worker {self.worker}: Redis is back; the crawl goes on")
                     self.state.paused = False
                     # every worker was cut off: give the others time to renew before expiring anyone's
                     self._no_reclaim_until = time.monotonic() + self.frontier.lease_ms / 1000
@@ -152,7 +159,7 @@ class RedisLink:
             except (redis.ConnectionError, redis.TimeoutError) as exc:
                 if not self.state.paused:
                     logger.warning("redis: connection lost (%s); worker %s pauses", exc, self.worker)
-                    _tell(
+                    tell(
                         f"hostcrawl worker {self.worker}: Redis unreachable ({exc}); paused, nothing is "
                         "lost, and it goes on by itself once Redis answers again (Ctrl-C stops it)"
                     )

@@ -37,7 +37,7 @@ from scheduler.redis_frontier import (
     QueuedRequest,
     RedisFrontier,
 )
-from scheduler.redis_link import RedisLink
+from scheduler.redis_link import RedisLink, tell
 from scheduler.scrapy_scheduler import (
     DISCOVER_META,
     KEPT_META,
@@ -119,10 +119,20 @@ class RedisHostScheduler(HostScheduler):
             if not lease.ended:
                 self._end(lease, fetched=lease.fetched)
         if not self.link.stop(CLOSE_FLUSH_S):
-            logger.warning("redis: %d operations not sent at close", self.link.unsent())
+            unsent = self.link.unsent()
+            logger.warning("redis: %d operations not sent at close", unsent)
+            self.stats.set_value("frontier/unsent_at_close", unsent)
+            if self.link.state.paused:
+                tell(
+                    f"hostcrawl worker {self.worker}: Redis still unreachable; stopping without it. "
+                    f"{unsent} updates were not sent: the pages they concern are fetched again by the "
+                    "next worker once their leases expire, so nothing is lost"
+                )
         for key, value in {**self.link.state.counts, **self.score_lag.stats()}.items():
             self.stats.set_value(key, value)
         self.stats.set_value("frontier/redis_reconnects", self.link.state.reconnects)
+        if self.link.state.paused:  # a heartbeat now would wait out the socket timeout for nothing
+            return
         try:
             self.frontier_store.heartbeat(self.worker, {**self._info(), "finished": True})
         except redis.RedisError:

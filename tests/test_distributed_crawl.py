@@ -374,3 +374,31 @@ def test_an_interrupted_worker_names_the_command_that_goes_on(
     merged = again.merged_urls()
     assert len(merged) == len(set(merged)) and len(merged) >= 100, len(merged)
     assert stop_s < 15, f"Ctrl-C took {stop_s:.1f} s to stop the worker"
+
+
+def test_ctrl_c_while_redis_is_gone_stops_the_worker_in_seconds(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """With Redis unreachable, Ctrl-C took 32 s (the outbox waited 30 s for a Redis that was not coming back):
+    it now gives up after a moment, says what it did not send and why that loses nothing."""
+    with TestWebProcess(TestWebConfig(n_hosts=20, seed=9), tmp_path / "web") as web:
+        extra = ("--policy", "bfs")
+        workers = start_workers(tmp_path, web, redis_server, "gone", 1, budget=300, lease_s=6, extra=extra)
+        wait_for_rows(workers.run_dir / "workers" / "w0", 10)
+        redis_server.stop()
+        try:
+            terminal = workers.logs[0]
+            deadline = time.monotonic() + 30
+            while "Redis unreachable" not in terminal.read_text():
+                assert time.monotonic() < deadline, "the worker never noticed Redis was gone"
+                time.sleep(0.2)
+            stopped_at = time.monotonic()
+            workers.procs[0].send_signal(signal.SIGINT)
+            assert workers.wait() == [130], workers.tail()
+            stop_s = time.monotonic() - stopped_at
+        finally:
+            redis_server.start()
+    said = " ".join(terminal.read_text().split())
+    assert "Redis still unreachable; stopping without it" in said, said[-1500:]
+    assert "Traceback" not in said, said[-3000:]
+    assert stop_s < 10, f"Ctrl-C took {stop_s:.1f} s with Redis gone"

@@ -91,6 +91,8 @@ class Politeness:
         return state
 
     def _slot(self, key: str) -> Any:
+        # Scrapy 2.19: `Downloader.slots` and `per_slot_settings` are public attributes but not documented
+        # API, and there is no other way to move a slot's next send (delay, lastseen) once it exists.
         downloader = self.crawler.engine.downloader if self.crawler.engine else None
         return None if downloader is None else downloader.slots.get(key)
 

@@ -98,7 +98,9 @@ def run_worker(
 
     from scheduler.redis_frontier import RedisFrontier
 
-    client = redis.Redis.from_url(frontier_url, decode_responses=True)
+    client = redis.Redis.from_url(  # bounded: a Redis gone silent must not hang the worker's end
+        frontier_url, decode_responses=True, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=30
+    )
     frontier = RedisFrontier(client, run_name, lease_seconds)
     if frontier.start(worker_id, config.fetch.max_pages, {"out": str(run_dir)}):
         (run_dir / "config.toml").write_text(config.to_toml(), encoding="utf-8")
