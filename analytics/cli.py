@@ -287,6 +287,9 @@ def run_study(name: str, inputs: Inputs, out_root: Path, args: argparse.Namespac
     }
     try:
         runners[name]()
+    except BaseException:  # Ctrl-C too: the study's previous complete folder stays as it was
+        out.discard()
+        raise
     finally:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
@@ -320,6 +323,7 @@ def _out_root(args: argparse.Namespace) -> Path:
 def cmd_study(args: argparse.Namespace) -> int:
     import duckdb
 
+    from analytics import db
     from analytics.schema import SchemaError
 
     out_root = _out_root(args)
@@ -335,8 +339,10 @@ def cmd_study(args: argparse.Namespace) -> int:
     except (SchemaError, InputError) as exc:
         _say(f"error: {exc}")
         return EXIT_USAGE
-    except (KeyboardInterrupt, duckdb.InterruptException):  # DuckDB's own, for Ctrl-C inside a query
-        _say(f"interrupted: the running study's outputs in {out_root} are incomplete; run it again")
+    except (KeyboardInterrupt, duckdb.InterruptException, RuntimeError) as exc:  # Ctrl-C inside a query too
+        if not db.interrupted(exc):
+            raise
+        _say(f"interrupted: finished studies are in {out_root}; the running one left nothing; run it again")
         return EXIT_INTERRUPTED
     _say(f"done -> {out_root} (assemble with `hostcrawl report {out_root}`)")
     return EXIT_OK

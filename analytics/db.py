@@ -29,6 +29,14 @@ def connect(temp_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
     return con
 
 
+def interrupted(exc: BaseException) -> bool:
+    """Ctrl-C, in Python or inside a query: DuckDB 2.0 raises a plain `RuntimeError("Query interrupted")`
+    for a SIGINT that lands in a query (its InterruptException for some others)."""
+    if isinstance(exc, KeyboardInterrupt | duckdb.InterruptException):
+        return True
+    return isinstance(exc, RuntimeError) and str(exc).startswith("Query interrupted")
+
+
 def quote(text: str) -> str:
     """A SQL string literal."""
     return "'" + text.replace("'", "''") + "'"

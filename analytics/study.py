@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,7 +25,11 @@ META_FILE = "study.json"
 
 @dataclass(slots=True)
 class Output:
-    """One study's folder: parquet tables, PNG plots, section.md and study.json (params, inputs, timing)."""
+    """One study's folder: parquet tables, PNG plots, section.md and study.json (params, inputs, timing).
+
+    Written into a hidden staging folder and moved in place by `finish()`, so a study that fails or is
+    interrupted leaves its previous complete folder (or none), never a half-written one a report would read.
+    """
 
     root: Path
     name: str
@@ -34,10 +39,15 @@ class Output:
 
     @property
     def dir(self) -> Path:
+        return self.root / f".{self.name}.partial"
+
+    @property
+    def final(self) -> Path:
         return self.root / self.name
 
     def __post_init__(self) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(self.dir, ignore_errors=True)  # left by a study killed before it could clean up
+        self.dir.mkdir(parents=True)
 
     def table(self, name: str, frame: pl.DataFrame) -> Path:
         path = self.dir / f"{name}.parquet"
@@ -53,7 +63,8 @@ class Output:
         return f"{name}.png"
 
     def finish(self, markdown: str, params: dict[str, Any], inputs: Inputs, summary: dict[str, Any]) -> Path:
-        """Write section.md (image paths relative to the study folder) and study.json."""
+        """Write section.md (image paths relative to the study folder) and study.json, then move the
+        folder in place (replacing the previous run's)."""
         (self.dir / SECTION_FILE).write_text(markdown.rstrip() + "\n", encoding="utf-8")
         meta = {
             "study": self.name,
@@ -66,7 +77,17 @@ class Output:
             "summary": summary,
         }
         (self.dir / META_FILE).write_text(json.dumps(meta, indent=2, default=str) + "\n", encoding="utf-8")
-        return self.dir / SECTION_FILE
+        old = self.root / f".{self.name}.old"
+        shutil.rmtree(old, ignore_errors=True)
+        if self.final.exists():
+            self.final.rename(old)
+        self.dir.rename(self.final)
+        shutil.rmtree(old, ignore_errors=True)
+        return self.final / SECTION_FILE
+
+    def discard(self) -> None:
+        """What a failed or interrupted study wrote."""
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def pages_view(

@@ -387,6 +387,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]")
         return EXIT_INTERRUPTED
+    except RuntimeError as exc:  # DuckDB 2.0's Ctrl-C inside a query (graph, recrawl): not a crash
+        if not str(exc).startswith("Query interrupted"):
+            raise
+        console.print("[yellow]interrupted[/]")
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

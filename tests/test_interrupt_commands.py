@@ -1,6 +1,6 @@
 """Ctrl-C in the long commands besides the crawl (tests/test_interrupt.py has the crawl, the workers and
-`study synth`): `hostcrawl score` stops with exit 130, one line, no traceback from it or its worker
-processes, and no output file, so a later run does not take a half-written table for a whole one."""
+`study synth`): `hostcrawl score` and `hostcrawl study` stop with exit 130, one line, no traceback from
+them or their worker processes, and no half-written output a later run would take for a whole one."""
 
 from __future__ import annotations
 
@@ -34,3 +34,48 @@ def test_ctrl_c_in_score_leaves_no_output_and_no_traceback(tmp_path: Path) -> No
     assert "interrupted" in err
     assert not out.exists(), "a half-written table was left behind"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.warc.gz"]
+
+
+def _snapshot(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_ctrl_c_in_a_study_keeps_the_previous_results_whole_and_leaves_no_partial_folder(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C inside `study all` (in a DuckDB query or between them) exits 130 with one line; the study it
+    stopped wrote nothing over its previous complete folder, which a report would otherwise read as new."""
+    data = tmp_path / "synth"
+    made = subprocess.run([*HOSTCRAWL, "study", "synth", "--out", str(data)], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    first = subprocess.run([*HOSTCRAWL, "study", "all", "--data", str(data)], capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    studies = data / "studies"
+    before = _snapshot(studies)
+    _interrupt_study_all(data, studies)
+    after = _snapshot(studies)
+    assert not [p for p in after if ".partial" in p or ".old" in p], sorted(after)
+    for name in ("yield", "depth", "coverage", "language"):  # stopped or never started: as they were
+        mine = {p: t for p, t in after.items() if p.startswith(f"{name}/")}
+        assert mine == {p: t for p, t in before.items() if p.startswith(f"{name}/")}, name
+
+    fresh = tmp_path / "fresh"  # no earlier results: the interrupted study leaves no folder at all
+    _interrupt_study_all(data, fresh)
+    assert sorted(p.name for p in fresh.iterdir()) == ["icc", "ksample"]
+
+
+def _interrupt_study_all(data: Path, out: Path) -> None:
+    args = [*HOSTCRAWL, "study", "all", "--data", str(data), "--out", str(out)]
+    process = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    said = []
+    for line in process.stderr:  # the third of six studies has started: interrupt it
+        said.append(line)
+        if line.startswith("study yield"):  # it takes about 0.5 s: land inside it, past its set-up
+            time.sleep(0.25)
+            process.send_signal(signal.SIGINT)
+            break
+    said.append(process.stderr.read())
+    err = "".join(said)
+    assert process.wait(timeout=60) == 130, err[-2000:]
+    assert "Traceback" not in err and "interrupted" in err, err[-3000:]

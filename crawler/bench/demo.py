@@ -23,6 +23,7 @@ from crawler.errors import EXIT_FAILED, EXIT_OK
 from crawler.monitor.status_options import check_status_port
 from crawler.run.crawl_config import CrawlConfig, default_run_dir
 from crawler.run.crawl_run import RunResult, prepare_run_dir, render_report, run_crawl
+from crawler.run.run_counts import run_counts
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 from scheduler.policies import TRUTH_POLICIES
 
@@ -205,11 +206,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     run, audit, quality = result.run, result.audit, result.quality
     verdict = "[green]clean[/]" if audit.clean else "[red]VIOLATIONS[/]"
+    counts = run_counts(run.stats)  # the names and numbers of crawl's end line and report.md
     Console(stderr=True).print(
         f"[bold]demo done[/] ({run.stat('hostcrawl/policy', args.policy)}) in "
         f"{run.stat('hostcrawl/wall_seconds'):.0f}s: "
-        f"{run.stat('response_received_count')} responses from {audit.hosts} hosts, "
-        f"{run.stat('hostcrawl/pages_per_second'):.1f} pages/s\n"
+        f"{counts['fetched']} pages fetched from {audit.hosts} hosts ({counts['responses']} responses with "
+        f"robots.txt, redirects and retries), {run.stat('hostcrawl/pages_per_second'):.1f} pages/s\n"
         f"  politeness audit (server side): {verdict} "
         f"(overlaps {audit.overlapping}, too fast {audit.too_fast}, "
         f"disallowed {audit.disallowed}, Retry-After ignored {audit.backoff_ignored})\n"
