@@ -50,6 +50,9 @@ class Extracted:
     page: CleanedPage | None = None
     error: str | None = None
     truncated: bool = False
+    # "<model cleaner>/<reason>" when the model could not label the page and its fallback cleaned it
+    # (the page's `cleaner` then names the fallback): counted as clean/fallback/<this>
+    fallback: str | None = None
 
 
 def failed(stage: str, exc: BaseException) -> str:
@@ -193,8 +196,11 @@ class BatchedCleaner(Cleaner, Generic[P, L]):
             labels = labeller.label(pages)
             if len(labels) == len(pages):
                 return list(labels)
-        except Exception as exc:
-            LOGGER.debug("labeller %s failed on a batch of %d: %r", self.name, len(pages), exc)
+        except Exception as exc:  # visible: a model failing on every batch must not look like a quiet crawl
+            LOGGER.warning(
+                "labeller %s failed on a batch of %d pages (%r); labelling them one by one",
+                self.name, len(pages), exc,
+            )  # fmt: skip
         out: list[L | Exception] = []
         for page in pages:
             try:

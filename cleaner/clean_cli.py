@@ -256,6 +256,12 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if args.record:
         gate.save()
     _print_comparison(reports)
+    if not args.cleaner:
+        from cleaner.registry import cleaner_names
+
+        ungated = [name for name in cleaner_names() if name not in gate.minimum_f1 and name != "none"]
+        if ungated:  # model cleaners whose models this machine may not have: say so, do not pass them quietly
+            print(f"not gated (no recorded minimum): {', '.join(ungated)}")
     return EXIT_FAILED if failed else EXIT_OK
 
 

@@ -18,17 +18,19 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from cleaner.base import Cleaner
 from cleaner.item_labeller import ItemLabellerCleaner, ItemPage, Labels
-from cleaner.labeller import Labeller
+from cleaner.labeller import Labeller, NoLabels
 from cleaner.mineru import MAIN, OTHER
 from cleaner.model_source import ModelSource
 
 DEFAULT_MODEL = "opendatalab/MinerU-HTML-v1.1-hunyuan0.5B-compact"
+LOGGER = logging.getLogger(__name__)
 MODEL_ENV = "HOSTCRAWL_DECODER_MODEL"
 REVISION_ENV = "HOSTCRAWL_DECODER_REVISION"
 # Context of the served model; a templated prompt plus a dummy answer must fit, else the fallback.
@@ -96,10 +98,14 @@ def dummy_answer(item_ids: Sequence[int]) -> str:
     return "".join(f"{i}other" for i in item_ids)
 
 
-def fits(tokenizer: Any, user: str, max_tokens: int = MAX_MODEL_TOKENS) -> bool:
-    """The package's check: templated prompt + blank line + dummy answer within the context."""
+def fits(tokenizer: Any, user: str, max_tokens: int = MAX_MODEL_TOKENS, sent: str | None = None) -> bool:
+    """The package's check: templated prompt + blank line + dummy answer within the context. The text
+    sent wraps `user` once more (system turn, generation prompt), so with `sent` that must fit too: the
+    package's check alone lets through pages a few tokens too long, whose error cost the whole batch."""
     answer = dummy_answer(prompt_item_ids(user))
-    return len(tokenizer.encode(user + "\n\n" + answer)) <= max_tokens
+    if len(tokenizer.encode(user + "\n\n" + answer)) > max_tokens:
+        return False
+    return sent is None or len(tokenizer.encode(sent + answer)) <= max_tokens
 
 
 @functools.cache
@@ -175,8 +181,9 @@ class VllmEngine:
         return [o.outputs[0].text if o.outputs else None for o in outputs]
 
 
-class DecoderLabeller(Labeller[ItemPage, Labels | None]):
-    """Labels the pages that fit the context with the decoder; None for the rest (the cleaner falls back)."""
+class DecoderLabeller(Labeller[ItemPage, Labels | NoLabels]):
+    """Labels the pages that fit the context with the decoder; NoLabels(reason) for the rest (the cleaner
+    falls back). A generation error costs only the pages it fails on: the batch is retried page by page."""
 
     name = "decoder"
 
@@ -188,35 +195,49 @@ class DecoderLabeller(Labeller[ItemPage, Labels | None]):
     def _count(self, key: str) -> None:
         self.counts[key] = self.counts.get(key, 0) + 1
 
-    def label(self, pages: Sequence[ItemPage]) -> list[Labels | None]:
-        out: list[Labels | None] = [None] * len(pages)
+    def label(self, pages: Sequence[ItemPage]) -> list[Labels | NoLabels]:
+        out: list[Labels | NoLabels] = [NoLabels("overflow")] * len(pages)
         todo: list[int] = []
         prompts: list[str] = []
         tokenizer = self.engine.tokenizer
         for i, page in enumerate(pages):
             user, sent = chat_prompt(tokenizer, build_prompt(page.simplified))
-            if fits(tokenizer, user, self.max_model_tokens):
+            if fits(tokenizer, user, self.max_model_tokens, sent):
                 todo.append(i)
                 prompts.append(sent)
             else:
                 self._count("decoder/fallback/overflow")
         if not todo:
             return out
-        regex = answer_regex()
-        try:
-            answers = self.engine.generate(prompts, [regex] * len(todo), [MAX_ANSWER_TOKENS] * len(todo))
-        except Exception:  # an engine failure costs the batch its model labels, not its pages
-            self._count("decoder/fallback/engine_error")
-            return out
-        for i, answer in zip(todo, answers, strict=True):
+        for i, answer in zip(todo, self._generate(prompts), strict=True):
+            if isinstance(answer, NoLabels):
+                out[i] = answer
+                self._count(f"decoder/fallback/{answer.reason}")
+                continue
             try:
-                if answer is None:
-                    raise DecoderParseError("no answer")
                 out[i] = page_labels(answer, pages[i].item_ids)
                 self._count("decoder/labelled")
             except DecoderParseError:
+                out[i] = NoLabels("parse")
                 self._count("decoder/fallback/parse")
         return out
+
+    def _generate(self, prompts: list[str]) -> list[str | NoLabels]:
+        """One call for the batch; if it raises, one call per prompt, so only the failing pages fall back."""
+        regex = answer_regex()
+        try:
+            answers = self.engine.generate(
+                prompts, [regex] * len(prompts), [MAX_ANSWER_TOKENS] * len(prompts)
+            )
+            return [NoLabels("no_answer") if a is None else a for a in answers]
+        except Exception as exc:
+            if len(prompts) == 1:
+                LOGGER.warning("decoder: generation failed (%r); the page goes to the fallback", exc)
+                return [NoLabels("engine_error")]
+            LOGGER.warning(
+                "decoder: generation failed on %d pages (%r); retrying one by one", len(prompts), exc
+            )
+        return [self._generate([prompt])[0] for prompt in prompts]
 
 
 class DecoderCleaner(ItemLabellerCleaner):

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from cleaner.item_labeller import ItemLabellerCleaner, ItemPage, Labels
-from cleaner.labeller import Labeller
+from cleaner.labeller import Labeller, NoLabels
 from cleaner.mineru import MAIN, OTHER
 from cleaner.model_source import ModelSource
 
@@ -185,7 +185,7 @@ class BlockPacker:
         return pack_chunks(page, ids, self.sep_id, self.bos_id, self.eos_id, self.max_tokens)
 
 
-class EncoderLabeller(Labeller[ItemPage, Labels | None]):
+class EncoderLabeller(Labeller[ItemPage, Labels | NoLabels]):
     """Pulpie's token classification at each block's separator (local folder or hub id)."""
 
     name = "encoder"
@@ -224,7 +224,7 @@ class EncoderLabeller(Labeller[ItemPage, Labels | None]):
         self.batch_tokens = batch_tokens
         self.pin = on_gpu
 
-    def label(self, pages: Sequence[ItemPage]) -> list[Labels | None]:
+    def label(self, pages: Sequence[ItemPage]) -> list[Labels | NoLabels]:
         chunks: list[Chunk] = []
         for i, page in enumerate(pages):
             chunks += self.packer.pack(i, page.blocks)

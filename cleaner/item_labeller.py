@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from selectolax.lexbor import LexborHTMLParser
 
 from cleaner.base import CleanedPage, Cleaner
-from cleaner.labeller import LabellerCleaner
+from cleaner.labeller import LabellerCleaner, NoLabels
 from cleaner.mineru import MAIN, extract_blocks, extract_item_ids, extract_main_html, simplify_html
 from cleaner.render import render_markdown, render_text
 from cleaner.simplify import simplify
@@ -64,24 +64,22 @@ def render_main(page: ItemPage, labels: Mapping[str, str], cleaner: str) -> Clea
     )
 
 
-class ItemLabellerCleaner(LabellerCleaner[ItemPage, Labels | None]):
+class ItemLabellerCleaner(LabellerCleaner[ItemPage, Labels | NoLabels]):
     """MinerU's `_item_id` blocks, labelled main or other; subclasses say which labeller (and which
-    fallback cleaner, for the pages the labeller returns None for) they use."""
+    fallback cleaner, for the pages the labeller answers NoLabels for) they use."""
 
     def fallback_cleaner(self) -> Cleaner | None:
-        """Cleans the pages the labeller returns None for; None leaves them without text."""
+        """Cleans the pages the labeller could not label; None leaves them without text."""
         return None
 
     def prepare(self, html: str) -> tuple[ItemPage | None, str | None, bool]:
         page = item_page(html)
         return (page if page.blocks else None), "no_text", False
 
-    def render(self, page: ItemPage, labels: Labels | None) -> CleanedPage | None:
-        return None if labels is None else render_main(page, labels, self.name)
+    def render(self, page: ItemPage, labels: Labels | NoLabels) -> CleanedPage | None:
+        return None if isinstance(labels, NoLabels) else render_main(page, labels, self.name)
 
     def fallback(self, page: ItemPage) -> CleanedPage | None:
+        """The fallback cleaner's text, under its own name: a page trafilatura cleaned says trafilatura."""
         cleaner = self.fallback_cleaner()
-        extracted = cleaner.extract(page.source) if cleaner is not None else None
-        if extracted is not None:
-            extracted.cleaner = self.name
-        return extracted
+        return cleaner.extract(page.source) if cleaner is not None else None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar, Generic, TypeVar
 
 import numpy as np
@@ -32,6 +33,14 @@ L = TypeVar("L")
 KEEP_THRESHOLD = 0.5
 # ... or this share of the page's best probability, so an unsure model still keeps its best blocks.
 RELATIVE_KEEP = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class NoLabels:
+    """A labeller's answer for a page it could not label, and why (`overflow`, `parse`, `engine_error`,
+    ...): the cleaner's fallback cleans the page, and the page says so (Extracted.fallback)."""
+
+    reason: str
 
 
 def keep_mask(probs: np.ndarray, threshold: float) -> list[bool]:
@@ -70,7 +79,8 @@ class LabellerCleaner(BatchedCleaner[P, L]):
         """The blocks the labels keep, as text and Markdown; None when none is kept."""
 
     def fallback(self, page: P) -> CleanedPage | None:
-        """The page's text when the labeller gave no usable answer for it (None: no text)."""
+        """The page's text, under the fallback cleaner's name, when the labeller answered NoLabels for it
+        (None: no text)."""
         return None
 
     def extract_prepared(
@@ -94,7 +104,11 @@ class LabellerCleaner(BatchedCleaner[P, L]):
             try:
                 if isinstance(labels, Exception):
                     raise labels
-                out[i].page = self.fallback(page) if labels is None else self.render(page, labels)
+                if isinstance(labels, NoLabels):
+                    out[i].fallback = f"{self.name}/{labels.reason}"
+                    out[i].page = self.fallback(page)
+                else:
+                    out[i].page = self.render(page, labels)
             except Exception as exc:
                 out[i].error = failed("cleaner", exc)
                 continue

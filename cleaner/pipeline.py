@@ -34,6 +34,7 @@ class PageResult:
     language: str | None = None  # ISO 639 code of the main text, None when too short to tell
     language_score: float = 0.0
     truncated: bool = False  # the HTML was cut to the per-page work cap before cleaning
+    fallback: str | None = None  # "<model cleaner>/<reason>": its fallback cleaned the page (see `cleaner`)
     seconds: float = 0.0  # worker time spent on this page (a batch's time is shared evenly)
 
 
@@ -60,9 +61,10 @@ def _finish(
 ) -> None:
     """Language and scores for one cleaned page; failures go to `error`, never raise."""
     page = extracted.page
-    result.error, result.truncated = extracted.error, extracted.truncated
+    result.error, result.truncated, result.fallback = extracted.error, extracted.truncated, extracted.fallback
     if page is not None:
         result.text, result.markdown, result.title = page.text, page.markdown, page.title
+        result.cleaner = page.cleaner  # the fallback's name where a model cleaner fell back
         result.n_words = len(page.text.split())
         if langid is not None:
             try:

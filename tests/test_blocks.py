@@ -215,14 +215,15 @@ def test_shipped_model_is_small_and_cleans_through_the_registry() -> None:
     assert "All rights reserved" not in page.text
 
 
-@pytest.mark.parametrize(
-    "html",
-    ["", "<html><head><script>x()</script></head></html>", "<div>" * 50_000, "\x00\xff binary"],
-    ids=["empty", "script-only", "deep", "binary"],
-)
-def test_bad_pages_clean_to_none_or_a_page_without_raising(html: str) -> None:
-    page = get_cleaner("blocks_v1").clean(html)
-    assert page is None or isinstance(page, CleanedPage)
+def test_bad_pages_get_the_reason_a_user_sees_in_stats() -> None:
+    bad = ["", "<html><head><script>x()</script></head></html>", "<div>" * 50_000, "\x00\xff binary"]
+    out = get_cleaner("blocks_v1").clean_batch(bad, ["http://bad.example/"] * len(bad))
+    assert [(one.page, one.error) for one in out] == [
+        (None, "cleaner/empty/empty"),
+        (None, "cleaner/empty/no_text"),
+        (None, "cleaner/empty/too_deep"),
+        (None, "cleaner/empty/binary"),
+    ]
 
 
 def test_shipped_model_drops_related_stories_newsletter_box_and_comments_under_a_news_article() -> None:

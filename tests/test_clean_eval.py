@@ -113,6 +113,17 @@ def test_gate_refuses_to_lower_a_minimum_without_flag_and_reason(tmp_path: Path)
     assert gate.history[-1]["reason"] == "resiliparse 3 changed its defaults"
 
 
+def test_a_cleaner_with_no_recorded_minimum_fails_the_gate_instead_of_passing_by_default(
+    tmp_path: Path,
+) -> None:
+    root = _write_dataset(tmp_path / "data")
+    gate = load_gate()
+    report = evaluate(get_cleaner("resiliparse_v1"), iter_pages(root, ["0001"]))
+    del gate.minimum_f1["resiliparse_v1"]  # as encoder_v2 and decoder_v2 are: no model here to measure
+    problem = gate.check(report)
+    assert problem is not None and "no minimum is recorded" in problem and "--record" in problem
+
+
 def test_every_cleaner_holds_its_recorded_minimum_on_the_gate_subset() -> None:
     root = require_shared_data("wcxb-dev")
     gate = load_gate()
@@ -144,10 +155,15 @@ def test_gate_cli_prints_precision_and_recall_per_type_for_each_cleaner(
     root = _write_dataset(tmp_path / "data")
     gate = tmp_path / "gate.json"
     (tmp_path / "heldout.json").write_text(json.dumps({"ids": ["0001", "0002"]}))
-    gate.write_text(json.dumps({"pages": "heldout.json", "minimum_f1": {"resiliparse_v1": 0.5}}))
+    minima = {"resiliparse_v1": 0.5, "trafilatura_v1": 0.5}
+    gate.write_text(json.dumps({"pages": "heldout.json", "minimum_f1": minima}))
     cleaners = ["--cleaner", "resiliparse_v1", "--cleaner", "trafilatura_v1"]
     assert _run(["clean", "gate", "--data", str(root), "--gate-file", str(gate), *cleaners]) == 0
     out = capsys.readouterr().out
     assert "resiliparse_v1: macro F1" in out and "precision / recall / F1" in out
     article = next(line for line in out.splitlines() if line.strip("│ ").startswith("article"))
     assert article.count("/") == 4  # precision / recall / F1 for both cleaners
+    # a cleaner with no recorded minimum is not passed by default
+    gate.write_text(json.dumps({"pages": "heldout.json", "minimum_f1": {"resiliparse_v1": 0.5}}))
+    assert _run(["clean", "gate", "--data", str(root), "--gate-file", str(gate), *cleaners]) == 1
+    assert "trafilatura_v1: macro F1 0.6667, but no minimum is recorded" in capsys.readouterr().out

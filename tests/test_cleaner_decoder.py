@@ -6,6 +6,7 @@ script, with a tiny tokenizer built here whose chat template works as a Qwen/Hun
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 import types
@@ -22,11 +23,14 @@ from cleaner.decoder import (
     answer_regex,
     build_prompt,
     chat_prompt,
+    dummy_answer,
     page_labels,
     parse_response,
+    prompt_item_ids,
     regex_sampling_params,
 )
 from cleaner.item_labeller import item_page
+from cleaner.labeller import NoLabels
 from cleaner.model_source import TRUST_REMOTE_CODE_ENV, RemoteCodeError
 
 PAGE = (
@@ -129,7 +133,7 @@ def test_decoder_labels_pages_and_gives_up_on_bad_answers_overflow_and_engine_er
     labeller = DecoderLabeller(engine, max_model_tokens=20_000)
     first, second, third = labeller.label(pages)
     assert first == {"1": "other", "2": "main", "3": "main", "4": "other"}
-    assert second is None and third is None
+    assert second == NoLabels("parse") and third == NoLabels("overflow")
     assert len(engine.prompts) == 2 and engine.regexes == [answer_regex()] * 2
     assert labeller.counts == {
         "decoder/fallback/overflow": 1,
@@ -144,8 +148,45 @@ def test_decoder_labels_pages_and_gives_up_on_bad_answers_overflow_and_engine_er
             raise RuntimeError("CUDA out of memory")
 
     broken = DecoderLabeller(Broken([], engine.tokenizer))
-    assert broken.label([item_page(PAGE)]) == [None]
+    assert broken.label([item_page(PAGE)]) == [NoLabels("engine_error")]
     assert broken.counts == {"decoder/fallback/engine_error": 1}
+
+
+def test_a_generation_error_costs_only_the_page_it_fails_on_and_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """One page vLLM refuses (say, over its context) used to cost the whole batch of 64 its labels."""
+    poison = item_page(PAGE.replace("Harbour reopens", "POISON"))
+
+    class Picky(ScriptedEngine):
+        def generate(
+            self, prompts: Sequence[str], regexes: Sequence[str], max_tokens: Sequence[int]
+        ) -> list[str | None]:
+            if any("POISON" in p for p in prompts):
+                raise ValueError("prompt too long")
+            return super().generate(prompts, regexes, max_tokens)
+
+    answer = "<answer>1other2main3main4other</answer>"
+    labeller = DecoderLabeller(Picky([answer, answer]))
+    with caplog.at_level(logging.WARNING, logger="cleaner.decoder"):
+        labels = labeller.label([item_page(PAGE), poison, item_page(PAGE)])
+    assert labels[0] == labels[2] == {"1": "other", "2": "main", "3": "main", "4": "other"}
+    assert labels[1] == NoLabels("engine_error")
+    assert labeller.counts == {"decoder/labelled": 2, "decoder/fallback/engine_error": 1}
+    assert any("retrying one by one" in r.message for r in caplog.records)
+
+
+def test_a_page_whose_sent_prompt_overflows_goes_to_the_fallback_not_to_the_engine() -> None:
+    """The package's check measures the user turn; the text sent adds the system turn and the generation
+    prompt, so a page just under the check overflowed the context at the engine."""
+    engine = ScriptedEngine([])
+    page = item_page(PAGE)
+    user, sent = chat_prompt(engine.tokenizer, build_prompt(page.simplified))
+    answer = dummy_answer(prompt_item_ids(user))
+    limit = len(engine.tokenizer.encode(user + "\n\n" + answer))  # the package's check just passes
+    assert len(engine.tokenizer.encode(sent + answer)) > limit
+    labeller = DecoderLabeller(engine, max_model_tokens=limit)
+    assert labeller.label([page]) == [NoLabels("overflow")] and engine.prompts == []
 
 
 def test_decoder_cleaner_renders_the_blocks_the_model_chose_and_falls_back_to_trafilatura() -> None:
@@ -159,8 +200,10 @@ def test_decoder_cleaner_renders_the_blocks_the_model_chose_and_falls_back_to_tr
     assert page.markdown.startswith("# Harbour reopens")
     fallback = DecoderCleaner(engine=engine).fallback_cleaner()
     assert fallback.name == "trafilatura_v1"
-    again = cleaner.clean(PAGE)  # the answer labels one of four blocks: trafilatura cleans the page
-    assert again is not None and again.cleaner == "decoder_v2" and "quay opens in May" in again.text
+    [again] = cleaner.clean_batch([PAGE], ["http://a.example/"])  # one of four blocks labelled: fallback
+    assert again.page is not None and "quay opens in May" in again.page.text
+    assert again.page.cleaner == "trafilatura_v1", "a fallback's text is recorded under the fallback's name"
+    assert again.fallback == "decoder_v2/parse"
     assert cleaner.labeller().counts["decoder/fallback/parse"] == 1
 
 
@@ -197,3 +240,16 @@ def test_regex_constraint_reaches_vllm_in_its_old_and_new_api(
     params = regex_sampling_params(answer_regex(), 12).kwargs
     assert params["temperature"] == 0.0 and params["top_k"] == 1 and params["max_tokens"] == 12
     assert params[field].kwargs == {"regex": answer_regex()}, params
+
+
+def test_a_fallback_reaches_the_page_record_under_the_fallbacks_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What pages.parquet, the text record and stats.json (clean/fallback/decoder_v2/parse) are built from."""
+    from cleaner import pipeline
+
+    cleaner = DecoderCleaner(engine=ScriptedEngine(["<answer>1main2other3main4other</answer>", "garbage"]))
+    monkeypatch.setattr(pipeline, "cached_cleaner", lambda name: cleaner)
+    labelled, fell_back = pipeline.process_pages([(PAGE, "http://a.example/1"), (PAGE, "http://a.example/2")],
+                                                 "decoder_v2", ())  # fmt: skip
+    assert (labelled.cleaner, labelled.fallback) == ("decoder_v2", None)
+    assert (fell_back.cleaner, fell_back.fallback) == ("trafilatura_v1", "decoder_v2/parse")
+    assert "quay opens in May" in fell_back.text and fell_back.error is None

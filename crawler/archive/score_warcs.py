@@ -55,6 +55,8 @@ def score_pages(
         result = process_page(decode_html(page.body, page.charset), page.url, cleaner, scorers, langid)
         if result.error:
             counts[f"page/{result.error}"] += 1
+        if result.fallback:  # a model cleaner could not label the page: its fallback's text is scored
+            counts[f"clean/fallback/{result.fallback}"] += 1
         row: dict[str, Any] = {
             "url": page.url,
             "host": page.host,

@@ -245,6 +245,8 @@ class CleanScoreStorePipeline:
             row[score_column(spec)] = value
         if result.truncated:
             self.stats.inc_value("clean/truncated")
+        if result.fallback:  # e.g. clean/fallback/decoder_v2/overflow: the fallback's text, under its name
+            self.stats.inc_value(f"clean/fallback/{result.fallback}")
         if result.error:
             row["error"] = result.error
             self.stats.inc_value(f"page/{result.error}")
