@@ -41,6 +41,8 @@ class CleanedPage:
     markdown: str
     title: str | None
     cleaner: str
+    operation: str | None = None  # rescraper_v1: keep, edit, rewrite or extract_only
+    generated: bool = False  # the text was written by a model (rescraper_v1's rewrite), not copied
 
 
 @dataclass(slots=True)

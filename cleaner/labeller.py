@@ -83,6 +83,15 @@ class LabellerCleaner(BatchedCleaner[P, L]):
         (None: no text)."""
         return None
 
+    def set_aside(self, labels: L | NoLabels) -> str | None:
+        """Why the labels' own answer was set aside for a lesser one the cleaner made itself (counted as
+        clean/fallback/<cleaner>/<this>); None when it was used as given."""
+        return None
+
+    def empty_reason(self, labels: L | NoLabels) -> str:
+        """Why a page ends without text (`cleaner/empty/<this>`)."""
+        return "no_main"
+
     def extract_prepared(
         self, todo: list[tuple[int, str]], urls: Sequence[str], out: list[Extracted]
     ) -> None:
@@ -105,15 +114,17 @@ class LabellerCleaner(BatchedCleaner[P, L]):
                 if isinstance(labels, Exception):
                     raise labels
                 if isinstance(labels, NoLabels):
-                    out[i].fallback = f"{self.name}/{labels.reason}"
                     out[i].page = self.fallback(page)
+                    out[i].fallback = f"{self.name}/{labels.reason}" if out[i].page is not None else None
                 else:
                     out[i].page = self.render(page, labels)
+                    reason = self.set_aside(labels)
+                    out[i].fallback = f"{self.name}/{reason}" if reason else None
             except Exception as exc:
                 out[i].error = failed("cleaner", exc)
                 continue
             if out[i].page is None:
-                out[i].error = empty("no_main")
+                out[i].error = empty(self.empty_reason(labels))
 
 
 class BlockLabellerCleaner(LabellerCleaner[SimplePage, np.ndarray]):

@@ -19,17 +19,19 @@ CLEANERS: dict[str, str] = {
     "blocks_v1": "cleaner.blocks_model:BlocksCleaner",
     "decoder_v2": "cleaner.decoder:DecoderCleaner",
     "encoder_v2": "cleaner.encoder:EncoderCleaner",
+    "rescraper_v1": "cleaner.rescraper.rescraper_cleaner:RescraperCleaner",
     NO_CLEANER: "cleaner.registry:NoCleaner",
 }
 
 # Cleaners whose model belongs on one accelerator: the crawl gives them one worker process (the GPU
 # worker) fed large batches, instead of a copy of the model per core.
-ACCELERATOR_CLEANERS = frozenset({"decoder_v2", "encoder_v2"})
+ACCELERATOR_CLEANERS = frozenset({"decoder_v2", "encoder_v2", "rescraper_v1"})
 ACCELERATOR_BATCH_PAGES = 64
 # The modules of optional extras (pyproject.toml) each cleaner's model code imports.
 CLEANER_MODULES: dict[str, tuple[str, ...]] = {
     "encoder_v2": ("torch", "transformers", "tokenizers"),
     "decoder_v2": ("torch", "transformers"),  # vLLM (the `vllm` extra) only on a GPU
+    "rescraper_v1": ("torch", "transformers", "bs4"),  # vLLM too on a GPU, when installed
 }
 
 

@@ -152,7 +152,7 @@ def add_crawl_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--cleaner",
         help="main-content extractor: blocks_v1 (default), trafilatura_v1, resiliparse_v1, encoder_v2, "
-        "decoder_v2, or none (fetch and archive only)",
+        "decoder_v2, rescraper_v1 (extract and refine in one model), or none (fetch and archive only)",
     )
     p.add_argument("--threshold", type=float, help="quality score a page needs to be kept (0.5)")
     p.add_argument("--workers", type=int, help="cleaning processes (default: one per core)")
