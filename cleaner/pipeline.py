@@ -35,6 +35,8 @@ class PageResult:
     language_score: float = 0.0
     truncated: bool = False  # the HTML was cut to the per-page work cap before cleaning
     fallback: str | None = None  # "<model cleaner>/<reason>": its fallback cleaned the page (see `cleaner`)
+    operation: str | None = None  # rescraper_v1: keep, edit, rewrite or extract_only
+    generated: bool = False  # the text was written by a model (a rewrite), not copied from the page
     seconds: float = 0.0  # worker time spent on this page (a batch's time is shared evenly)
 
 
@@ -65,6 +67,7 @@ def _finish(
     if page is not None:
         result.text, result.markdown, result.title = page.text, page.markdown, page.title
         result.cleaner = page.cleaner  # the fallback's name where a model cleaner fell back
+        result.operation, result.generated = page.operation, page.generated
         result.n_words = len(page.text.split())
         if langid is not None:
             try:

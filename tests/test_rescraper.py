@@ -236,3 +236,39 @@ def test_the_real_loading_and_sampling_code_runs_a_tiny_qwen3_on_cpu(
     # a random model writes no valid program: the page is counted and skipped, never half-applied
     assert first.page is None and first.error is not None and first.error.startswith(f"{EMPTY}/malformed_")
     assert (second.page, second.error) == (first.page, first.error)
+
+
+@pytest.mark.parametrize("allow_rewrite", [True, False])
+def test_what_the_model_did_reaches_the_row_the_text_record_and_the_stats(
+    tmp_path: Path, allow_rewrite: bool
+) -> None:
+    """pages.parquet's `operation`, the text record's `operation`/`generated`, clean/operation/<op>; with
+    `[cleaning] allow_rewrite = false` a rewritten page stays out of the curated text."""
+    from scrapy.utils.test import get_crawler
+
+    from cleaner.pipeline import PageResult
+    from crawler.pages.store_pipeline import CleanScoreStorePipeline
+
+    settings = {
+        "HOSTCRAWL_RUN_DIR": str(tmp_path), "HOSTCRAWL_CLEANER": "rescraper_v1", "HOSTCRAWL_SCORERS": ["q"],
+        "HOSTCRAWL_THRESHOLD": 0.5, "HOSTCRAWL_ALLOW_REWRITE": allow_rewrite,
+    }  # fmt: skip
+    crawler = get_crawler(settings_dict=settings)
+    crawler.stats.open_spider()
+    pipeline = CleanScoreStorePipeline(crawler)
+    docs: list[dict[str, Any]] = []
+    pipeline.text = type("Sink", (), {"write": lambda self, doc: docs.append(doc)})()  # type: ignore[assignment]
+    item = {"url": "http://a.example/1", "host": "a.example", "fetched_at": "2026-12-05T00:00:00Z",
+            "policy": "adaptive", "warc_record_id": None}  # fmt: skip
+    result = PageResult(text="The quay opens.", scores={"q": 0.9}, cleaner="rescraper_v1", n_words=3,
+                        operation="rewrite", generated=True)  # fmt: skip
+    row = dict(item, cleaner=None, operation=None, curated=False, phase="deepen")
+    pipeline._record(item, row, result)
+    assert row["operation"] == "rewrite" and row["cleaner"] == "rescraper_v1"
+    stats = crawler.stats.get_stats()
+    assert stats["clean/operation/rewrite"] == 1
+    if allow_rewrite:
+        assert row["curated"] and docs[0]["metadata"]["operation"] == "rewrite"
+        assert docs[0]["metadata"]["generated"] is True
+    else:
+        assert not row["curated"] and docs == [] and stats["page/kept_out/generated"] == 1

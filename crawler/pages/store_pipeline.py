@@ -75,6 +75,7 @@ class CleanScoreStorePipeline:
         self.scorers = tuple(settings.getlist("HOSTCRAWL_SCORERS"))
         self.threshold = settings.getfloat("HOSTCRAWL_THRESHOLD")
         self.curate_optout = settings.getbool("HOSTCRAWL_CURATE_OPTOUT")
+        self.allow_rewrite = settings.getbool("HOSTCRAWL_ALLOW_REWRITE", True)
         by_language = settings.getdict("HOSTCRAWL_LANGUAGE_THRESHOLDS")
         self.thresholds = LanguageThresholds(self.threshold, by_language)
         self.workers, self.batch_pages = pool_shape(
@@ -173,7 +174,7 @@ class CleanScoreStorePipeline:
             # committed with its links before cleaning: a crash from here on cleans it again, never
             # fetches it again (the ordering that makes this safe is explained in crawler/pages/sinks.py)
             self.crawler.signals.send_catch_log(signal=page_fetched, lease=lease, page=item, html=html)
-        row = dict(item, cleaner=None, n_words=0, curated=False, title=None, language=None)
+        row = dict(item, cleaner=None, operation=None, n_words=0, curated=False, title=None, language=None)
         for name in self.scorers:
             row[score_column(name)] = None
         result: PageResult | None = None
@@ -239,8 +240,11 @@ class CleanScoreStorePipeline:
         """Fill the row from the page's result; curated text to the text sink, metadata to the WARC."""
         assert self.text is not None
         row.update(
-            cleaner=result.cleaner, n_words=result.n_words, title=result.title, language=result.language
-        )
+            cleaner=result.cleaner, operation=result.operation, n_words=result.n_words, title=result.title,
+            language=result.language,
+        )  # fmt: skip
+        if result.operation:  # rescraper_v1: how many pages were kept, edited, rewritten
+            self.stats.inc_value(f"clean/operation/{result.operation}")
         for spec, value in result.scores.items():
             row[score_column(spec)] = value
         if result.truncated:
@@ -252,7 +256,9 @@ class CleanScoreStorePipeline:
             self.stats.inc_value(f"page/{result.error}")
         else:
             primary = result.scores.get(self.scorers[0], 0.0)
-            withheld = kept_out(item, self.curate_optout)
+            withheld = kept_out(item, self.curate_optout) or (
+                "generated" if result.generated and not self.allow_rewrite else None
+            )
             threshold = self.thresholds.of(result.language)
             row["curated"] = primary > threshold and withheld is None
             if withheld and primary > threshold:
@@ -280,6 +286,8 @@ class CleanScoreStorePipeline:
                 "language": result.language,
                 "scores": result.scores,
                 "cleaner": result.cleaner,
+                "operation": result.operation,
+                "generated": result.generated,  # written by a model (a rewrite), not copied from the page
                 "classifiers": list(self.scorers),
                 "policy": item["policy"],
                 "fetched_at": item["fetched_at"],
@@ -300,6 +308,7 @@ class CleanScoreStorePipeline:
             "policy": row["policy"],
             "phase": row["phase"],
             "cleaner": row["cleaner"],
+            "operation": row.get("operation"),
             "n_words": row["n_words"],
             "scores": {scorer_column(n): row[score_column(n)] for n in self.scorers},
             "threshold": self.thresholds.of(row["language"]),

@@ -48,6 +48,7 @@ PAGE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "nofollow": pl.Boolean,
     "optout": pl.String,
     "cleaner": pl.String,
+    "operation": pl.String,  # rescraper_v1: keep, edit, rewrite or extract_only (null for other cleaners)
     "n_words": pl.Int64,
     "curated": pl.Boolean,
     "title": pl.String,

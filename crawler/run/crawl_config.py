@@ -111,6 +111,9 @@ class CleaningConfig:
     workers: int = 0  # cleaning processes; 0 = one per core
     # Pages that opt out of AI training (noai, TDMRep) are archived but not curated unless this is set.
     curate_optout: bool = False
+    # rescraper_v1's <rewrite> pages are text a model wrote, not the page's own: false keeps them out of
+    # the curated text (archived and counted, page/kept_out/generated)
+    allow_rewrite: bool = True
 
 
 @dataclass(slots=True)

@@ -172,6 +172,7 @@ def _own_settings(
         "HOSTCRAWL_SCORERS": list(c.scorers),
         "HOSTCRAWL_THRESHOLD": c.threshold,
         "HOSTCRAWL_CURATE_OPTOUT": c.curate_optout,
+        "HOSTCRAWL_ALLOW_REWRITE": c.allow_rewrite,
         "HOSTCRAWL_LANGUAGE_THRESHOLDS": dict(c.language_thresholds),
         "HOSTCRAWL_CLEAN_WORKERS": c.workers,
         "HOSTCRAWL_WARC_MAX_BYTES": o.warc_max_bytes,
