@@ -145,3 +145,26 @@ def test_allow_private_lifts_the_refusals_but_keeps_the_address_groups(tmp_path:
     refusing = _guard(HOSTCRAWL_HOSTS_FILE=str(hosts))
     with pytest.raises(IgnoreRequest, match="private"):
         asyncio.run(refusing.process_request(Request("http://b.internal.example/")))
+
+
+def test_hosts_behind_a_cdn_are_not_one_politeness_group(tmp_path: Path) -> None:
+    """Thousands of unrelated sites share a Cloudflare or Fastly edge address: grouped by it, they would
+    get one request in flight for the whole run. Shared hosting (any other address) is still grouped."""
+    from crawler.fetch.cdn_ranges import cdn_of
+
+    assert cdn_of("104.16.132.229") == "cloudflare" and cdn_of("2606:4700::6810:84e5") == "cloudflare"
+    assert cdn_of("151.101.1.69") == "fastly" and cdn_of("::ffff:151.101.1.69") == "fastly"
+    assert cdn_of("203.0.113.7") is None and cdn_of("8.8.8.8") is None
+    hosts = tmp_path / "hosts"
+    hosts.write_text("104.16.132.229 a.example b.example\n93.184.215.14 c.example d.example\n")
+    guard = _guard(HOSTCRAWL_HOSTS_FILE=str(hosts))
+    heard: list[tuple[str, str]] = []
+
+    def hear(host: str, address: str) -> None:
+        heard.append((host, address))
+
+    guard.crawler.signals.connect(hear, signal=host_address)
+    for host in ("a.example", "b.example", "c.example", "d.example"):
+        guard.discovered(host)
+    assert heard == [("c.example", "93.184.215.14"), ("d.example", "93.184.215.14")]
+    assert guard.crawler.stats.get_value("politeness/cdn_address/cloudflare") == 2

@@ -23,6 +23,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet import defer
 
+from crawler.fetch.cdn_ranges import cdn_of
 from scheduler.scrapy_scheduler import host_address, host_discovered
 
 if TYPE_CHECKING:
@@ -147,6 +148,9 @@ class PrivateAddressGuard:
 
     def _announce(self, host: str, addresses: list[IPAddress]) -> None:
         for address in addresses:
+            if cdn := cdn_of(str(address)):  # a CDN edge is not shared hosting (crawler/fetch/cdn_ranges.py)
+                self.crawler.stats.inc_value(f"politeness/cdn_address/{cdn}")
+                continue
             self.crawler.signals.send_catch_log(signal=host_address, host=host, address=str(address))
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
