@@ -305,8 +305,10 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     else:
         result = run_crawl(config, run_dir, resume=bool(args.resume), **status)
     counts = run_counts(result.stats)
-    # pages answered (any status): robots.txt and tdmrep.json answers alone are not a crawl
+    # pages answered (any status): robots.txt and tdmrep.json answers alone are not a crawl; a worker that
+    # got no lease while the others did the run's work has not failed (the run's count, frontier/run/fetched)
     pages = sum(int(v) for k, v in result.stats.items() if k.startswith("page/status/"))
+    pages = pages or int(result.stats.get("frontier/run/fetched", 0) or 0)
     console = Console(stderr=True)
     if result.storage_error:  # stopped at the frontier's last commit: nothing committed is lost
         print(
@@ -380,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except (ConfigError, FrontierError) as exc:
         print_error(exc)
-        return EXIT_USAGE
+        return int(getattr(exc, "exit_code", EXIT_USAGE))  # a Redis that refuses a worker: 1
     except ModuleNotFoundError as exc:  # an optional extra's module; any other one is raised again
         print_error(f"{args.command} needs {missing_extra(exc)}")
         return EXIT_USAGE

@@ -33,7 +33,12 @@ STATUS_EVERY_S = 1.0  # reclaim expired leases, heartbeat, refresh `pending`
 # Every worker's policy takes the whole run's host means (the aspiration level's input) and URL-shape
 # counts from Redis this often; between merges it adds what it learns itself.
 SHARED_EVERY_S = 10.0
+ENQUEUE_BATCH = 500  # discovered URLs sent in one ENQUEUE script call
 PAUSED_FLUSH_S = 2.0  # at close with Redis unreachable, how long the outbox waits for it to come back
+# Redis answering with an error (out of memory, read-only, a denied command) or a bug here: retried with
+# the same backoff this many times in a row (about 15 s), then the worker fails with the error instead of
+# retrying for ever (an unreachable Redis is different: the worker pauses until it is back).
+FAIL_AFTER_ERRORS = 5
 
 
 @dataclass(slots=True, frozen=True)
@@ -59,6 +64,7 @@ class LinkState:
     """What the reactor reads without a round trip (written by the thread; plain values, GIL-atomic)."""
 
     paused: bool = False
+    failure: str | None = None  # Redis kept refusing (or this thread kept failing): the worker stops
     pending: bool = True  # the run has work somewhere (queued, waiting or leased)
     draining: bool = False
     reconnects: int = 0
@@ -69,6 +75,20 @@ class LinkState:
 def tell(line: str) -> None:
     """The worker's terminal, not only crawl.log: its progress line alone showed 0.0/s and no reason."""
     print(line, file=sys.stderr, flush=True)
+
+
+def _coalesce(ops: list[Op]) -> list[Op]:
+    """Runs of enqueue operations (a page's links, one op each) as one ENQUEUE call of up to ENQUEUE_BATCH
+    URLs, in order: one script run per batch instead of one per link."""
+    out: list[Op] = []
+    for op in ops:
+        last = out[-1] if out else None
+        joins = last is not None and last.method == op.method == "enqueue"
+        if joins and last is not None and len(last.args[0]) + len(op.args[0]) <= ENQUEUE_BATCH:
+            out[-1] = Op("enqueue", ([*last.args[0], *op.args[0]],))
+            continue
+        out.append(op)
+    return out
 
 
 class RedisLink:
@@ -109,6 +129,7 @@ class RedisLink:
         self._next_shared = time.monotonic() + SHARED_EVERY_S
         self._next_renew = 0.0
         self._no_reclaim_until = 0.0
+        self._errors = 0  # unexpected errors in a row (FAIL_AFTER_ERRORS)
 
     def start(self) -> None:
         self.thread.start()
@@ -170,10 +191,21 @@ class RedisLink:
                 self.wake.clear()
                 backoff = min(BACKOFF_MAX_S, backoff * 2)
                 continue
-            except Exception:  # a bug must not silently stop the worker's only link
-                logger.exception("redis link: unexpected error; retrying")
-                self.wake.wait(BACKOFF_MAX_S)
+            except Exception as exc:  # Redis refusing (OOM, READONLY, NOPERM) or a bug: retried, then fatal
+                errors = self._errors = self._errors + 1
+                logger.warning("redis link: %r (%d in a row)", exc, errors, exc_info=errors == 1)
+                if errors >= FAIL_AFTER_ERRORS:
+                    said = str(exc).split("caused error: ", 1)[-1]  # not the pipeline's command echo
+                    self.state.failure = (
+                        f"Redis refused the frontier's operations {errors} times in a row: {said}"
+                    )
+                    tell(f"hostcrawl worker {self.worker}: {self.state.failure}; stopping")
+                    return
+                self.wake.wait(backoff)
+                self.wake.clear()
+                backoff = min(BACKOFF_MAX_S, backoff * 2)
                 continue
+            self._errors = 0
             self.wake.wait(TURN_S)
             self.wake.clear()
 
@@ -232,8 +264,9 @@ class RedisLink:
         if not ops:
             return
         pipe = self.frontier.client.pipeline(transaction=False)
-        for op in ops:
-            self._queue(pipe, op)
+        calls = _coalesce(ops)
+        for call in calls:
+            self._queue(pipe, call)
         results = pipe.execute()
         # what we sent changed the run (our URLs may all be duplicates of other workers' work): until
         # `pending` is read again, in this same turn, the reactor must not take a stale False and close
@@ -241,7 +274,7 @@ class RedisLink:
         self._next_status = 0.0
         for _ in ops:
             self.outbox.popleft()
-        for op, result in zip(ops, results, strict=True):
+        for op, result in zip(calls, results, strict=True):
             if op.method == "enqueue":
                 self.state.counts.update(f"frontier/dropped/{r}" for r in result if r)
                 self.state.counts["frontier/enqueued"] += sum(1 for r in result if not r)

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import redis
 from scrapy import Request
+from scrapy.utils.defer import deferred_from_coro
 from scrapy_redis.connection import get_redis_from_settings
 
 from scheduler.frontier_limits import ScorePipe
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CLOSE_FLUSH_S = 30.0  # at close, how long the outbox may take to reach Redis
+FAILED_STAT = "frontier/redis_failed"  # why Redis could not go on being the frontier (RedisLink.failure)
 INBOX = 8  # claimed leases waiting for the downloader, at most (claims are 50 ms apart)
 
 
@@ -131,7 +133,7 @@ class RedisHostScheduler(HostScheduler):
         for key, value in {**self.link.state.counts, **self.score_lag.stats()}.items():
             self.stats.set_value(key, value)
         self.stats.set_value("frontier/redis_reconnects", self.link.state.reconnects)
-        if self.link.state.paused:  # a heartbeat now would wait out the socket timeout for nothing
+        if self.link.state.paused or self.link.state.failure:  # a heartbeat now could only fail or wait
             return
         try:
             self.frontier_store.heartbeat(self.worker, {**self._info(), "finished": True})
@@ -185,6 +187,8 @@ class RedisHostScheduler(HostScheduler):
     # -- handing out --------------------------------------------------------------------------------
 
     def next_request(self) -> Request | None:
+        if self.link.state.failure is not None and not self.frozen:
+            self._stop_for(self.link.state.failure)
         if self.frozen:  # stopping: the claimed leases go back to the run at close
             return None
         while self.inbox:
@@ -215,6 +219,13 @@ class RedisHostScheduler(HostScheduler):
                 dont_filter=True,
             )
         return None
+
+    def _stop_for(self, failure: str) -> None:
+        """Redis keeps refusing: stop as SIGTERM would (what is in flight ends, nothing new starts)."""
+        self.frozen = True
+        self.stats.set_value(FAILED_STAT, failure)
+        logger.error("stopping: %s", failure)
+        deferred_from_coro(self.crawler.stop_async())
 
     def _skip(self, claimed: Claimed) -> None:
         """A leased host with nothing to fetch: the lease ends at once, the host is free again."""

@@ -402,3 +402,28 @@ def test_ctrl_c_while_redis_is_gone_stops_the_worker_in_seconds(
     assert "Redis still unreachable; stopping without it" in said, said[-1500:]
     assert "Traceback" not in said, said[-3000:]
     assert stop_s < 10, f"Ctrl-C took {stop_s:.1f} s with Redis gone"
+
+
+def test_a_redis_that_refuses_writes_fails_the_worker_with_the_reason(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """Redis at its maxmemory answers every write with OOM: the link retried for ever and the worker hung.
+    It now stops after a few tries, exits 1 and says why and what to run once Redis is fixed."""
+    client = redis_server.client()
+    with TestWebProcess(TestWebConfig(n_hosts=20, seed=9), tmp_path / "web") as web:
+        extra = ("--policy", "bfs")
+        workers = start_workers(tmp_path, web, redis_server, "oom", 1, budget=300, lease_s=6, extra=extra)
+        wait_for_rows(workers.run_dir / "workers" / "w0", 10)
+        assert client.config_get("maxmemory-policy")["maxmemory-policy"] == "noeviction"
+        client.config_set("maxmemory", "1")  # every write refused from now on
+        try:
+            codes = workers.wait()
+        finally:
+            client.config_set("maxmemory", "0")
+    said = " ".join(workers.logs[0].read_text().split())
+    assert codes == [1], said[-2000:]
+    assert "used memory > 'maxmemory'" in said, said[-2000:]
+    assert "start a worker again: hostcrawl crawl --frontier" in said, said[-2000:]
+    assert "Traceback" not in said, said[-3000:]
+    stats = json.loads((workers.run_dir / "workers" / "w0" / "stats.json").read_text())
+    assert stats["frontier/redis_failed"].startswith("Redis refused the frontier's operations")

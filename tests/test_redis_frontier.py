@@ -344,3 +344,20 @@ def test_hosts_of_one_busy_group_do_not_crowd_the_others_out(frontier: RedisFron
     frontier.fetch_ended(farm_lease.lease_id, 0.0, fetched=True)  # the farm's group is free again
     (second,) = frontier.claim(5, "w2", 0)
     assert second.host in farm and second.host != farm_lease.host
+
+
+def test_a_turns_links_go_to_redis_in_one_enqueue_call_per_batch_in_order() -> None:
+    """Each discovered link was its own ENQUEUE script run; runs of them are now one call of up to 500."""
+    from scheduler.redis_link import ENQUEUE_BATCH, Op, _coalesce
+
+    ops = [
+        Op("enqueue", (["a"],)),
+        Op("enqueue", (["b", "c"],)),
+        Op("done", (7, None)),
+        Op("enqueue", (["d"],)),
+    ]
+    assert _coalesce(ops) == [Op("enqueue", (["a", "b", "c"],)), ops[2], Op("enqueue", (["d"],))]
+    many = [Op("enqueue", ([str(i)],)) for i in range(ENQUEUE_BATCH + 1)]
+    merged = _coalesce(many)
+    assert [len(op.args[0]) for op in merged] == [ENQUEUE_BATCH, 1]
+    assert [url for op in merged for url in op.args[0]] == [str(i) for i in range(ENQUEUE_BATCH + 1)]

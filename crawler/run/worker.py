@@ -19,10 +19,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from crawler.errors import EXIT_FAILED
 from crawler.run.crawl_config import SCRAPY_SCHEDULER, ConfigError, CrawlConfig, validate
 from crawler.run.crawl_run import RunResult, crawl_and_finish
 from crawler.run.settings import build_settings
-from crawler.run.worker_options import DEFAULT_LEASE_S, RUN_FILE, WORKERS_DIR
+from crawler.run.worker_options import DEFAULT_LEASE_S, RUN_FILE, WORKERS_DIR, worker_command
+from scheduler.sqlite_store import FrontierError
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +57,12 @@ def check_worker_args(args: argparse.Namespace, config: CrawlConfig) -> None:
         redis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT_S).ping()
     except (redis.RedisError, ValueError) as exc:
         raise ConfigError(f"--frontier {url}: cannot reach Redis ({exc})") from None
+
+
+class RedisRefused(FrontierError):
+    """Redis kept refusing the frontier's operations (out of memory, read-only, a denied command)."""
+
+    exit_code = EXIT_FAILED
 
 
 def default_worker_id() -> str:
@@ -113,6 +121,11 @@ def run_worker(
     settings.update(worker_settings(config, worker_dir, frontier_url, run_name, worker_id, lease_seconds))
     result = crawl_and_finish(settings, config, worker_dir)
     stats, delays = result.stats, result.crawl_delays
+    if failure := stats.get("frontier/redis_failed"):  # scheduler/redis_scheduler.py FAILED_STAT
+        raise RedisRefused(
+            f"{failure}. Nothing committed is lost; fix Redis (out of memory: raise maxmemory or free "
+            f"memory) and start a worker again: {worker_command(frontier_url, run_name, run_dir)}"
+        )
     with contextlib.suppress(redis.RedisError):  # a worker that fetched nothing while the others did
         stats["frontier/run/fetched"] = frontier.counters().get("fetched", 0)  # has not failed
     if not result.interrupted and result.storage_error is None:
