@@ -118,6 +118,7 @@ SCRIPTS = {  # every change to the frontier, one atomic Lua script each
     "DROP": redis_host_scripts.DROP,
     "PRIORITISE": redis_host_scripts.PRIORITISE,
     "JOIN": redis_groups.JOIN,
+    "COUNT_ONCE": redis_host_scripts.COUNT_ONCE,
 }
 
 

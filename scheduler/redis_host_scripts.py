@@ -90,3 +90,14 @@ if was > 0 then
 end
 return 1
 """
+
+# A run counter added to once per operation: a pipeline resent after a lost reply does not count twice.
+# Each worker numbers its count operations in the order it sends them (a pipeline is resent whole and in
+# order), so the highest number done per worker is all that is kept. ARGV: field, n, worker, op number.
+COUNT_ONCE = """
+local P = KEYS[1]
+local seq = tonumber(ARGV[4])
+if seq <= tonumber(redis.call('HGET', P .. 'opseq', ARGV[3]) or '0') then return false end
+redis.call('HSET', P .. 'opseq', ARGV[3], seq)
+return redis.call('HINCRBY', P .. 'counters', ARGV[1], tonumber(ARGV[2]))
+"""

@@ -130,6 +130,8 @@ class RedisLink:
         self._next_renew = 0.0
         self._no_reclaim_until = 0.0
         self._errors = 0  # unexpected errors in a row (FAIL_AFTER_ERRORS)
+        # count operations numbered from the clock, so a worker id used again later counts again
+        self._count_seq = time.time_ns() // 1000
 
     def start(self) -> None:
         self.thread.start()
@@ -137,6 +139,9 @@ class RedisLink:
     def send(self, method: str, *args: Any) -> None:
         if method == "observe":
             self.observations.append(args)
+        elif method == "count":
+            self._count_seq += 1
+            self.outbox.append(Op(method, (*args, self._count_seq)))
         else:
             self.outbox.append(Op(method, args))
         if method in ("fetch_ended", "enqueue", "done"):
@@ -304,9 +309,9 @@ class RedisLink:
         elif op.method == "save_politeness":
             host, part, state = op.args
             pipe.hset(f.key("politeness"), f"{host}|{part}", state)
-        elif op.method == "count":
-            key, n = op.args
-            pipe.hincrby(f.key("counters"), key, n)
+        elif op.method == "count":  # numbered in send(): resent, it is not counted twice
+            key, n, seq = op.args
+            scripts["COUNT_ONCE"](keys=[f.prefix], args=[key, n, self.worker, seq], client=pipe)
         else:
             raise ValueError(f"unknown redis op {op.method}")
 

@@ -361,3 +361,14 @@ def test_a_turns_links_go_to_redis_in_one_enqueue_call_per_batch_in_order() -> N
     merged = _coalesce(many)
     assert [len(op.args[0]) for op in merged] == [ENQUEUE_BATCH, 1]
     assert [url for op in merged for url in op.args[0]] == [str(i) for i in range(ENQUEUE_BATCH + 1)]
+
+
+def test_a_counter_resent_after_a_lost_reply_is_counted_once(frontier: RedisFrontier) -> None:
+    """The link resends a whole pipeline when Redis drops the connection before answering; HINCRBY counted
+    the run's explore fetches twice then. Each count is numbered by its worker and applied once."""
+    count = frontier.scripts["COUNT_ONCE"]
+    for _ in range(2):  # sent, reply lost, sent again
+        count(keys=[frontier.prefix], args=["explore_fetches", 1, "w0", 41])
+    count(keys=[frontier.prefix], args=["explore_fetches", 1, "w1", 41])  # another worker's own numbering
+    count(keys=[frontier.prefix], args=["explore_fetches", 1, "w0", 42])
+    assert frontier.explore_fetches() == 3
