@@ -200,7 +200,7 @@ class BatchedCleaner(Cleaner, Generic[P, L]):
                 return list(labels)
         except Exception as exc:  # visible: a model failing on every batch must not look like a quiet crawl
             LOGGER.warning(
-                "labeller %s failed on a batch of %d pages (%r); labelling them one by one",
+                "labeller %s failed on a batch of %d pages (%r); retrying one by one",
                 self.name, len(pages), exc,
             )  # fmt: skip
         out: list[L | Exception] = []

@@ -205,11 +205,10 @@ class DecoderLabeller(Labeller[ItemPage, Labels | NoLabels]):
             if fits(tokenizer, user, self.max_model_tokens, sent):
                 todo.append(i)
                 prompts.append(sent)
-            else:
-                self._count("decoder/fallback/overflow")
-        if not todo:
-            return out
-        for i, answer in zip(todo, self._generate(prompts), strict=True):
+        answers = self._generate(prompts) if prompts else []
+        for _ in range(len(pages) - len(todo)):  # counted once the batch went through (it may be retried)
+            self._count("decoder/fallback/overflow")
+        for i, answer in zip(todo, answers, strict=True):
             if isinstance(answer, NoLabels):
                 out[i] = answer
                 self._count(f"decoder/fallback/{answer.reason}")
@@ -223,21 +222,19 @@ class DecoderLabeller(Labeller[ItemPage, Labels | NoLabels]):
         return out
 
     def _generate(self, prompts: list[str]) -> list[str | NoLabels]:
-        """One call for the batch; if it raises, one call per prompt, so only the failing pages fall back."""
+        """One call for the batch. If it raises for several pages the error goes up, and the cleaner labels
+        them one by one (LabellerCleaner.label_each); for one page it falls back (engine_error)."""
         regex = answer_regex()
         try:
             answers = self.engine.generate(
                 prompts, [regex] * len(prompts), [MAX_ANSWER_TOKENS] * len(prompts)
             )
-            return [NoLabels("no_answer") if a is None else a for a in answers]
         except Exception as exc:
-            if len(prompts) == 1:
-                LOGGER.warning("decoder: generation failed (%r); the page goes to the fallback", exc)
-                return [NoLabels("engine_error")]
-            LOGGER.warning(
-                "decoder: generation failed on %d pages (%r); retrying one by one", len(prompts), exc
-            )
-        return [self._generate([prompt])[0] for prompt in prompts]
+            if len(prompts) > 1:
+                raise
+            LOGGER.warning("decoder: generation failed (%r); the page goes to the fallback", exc)
+            return [NoLabels("engine_error")]
+        return [NoLabels("no_answer") if a is None else a for a in answers]
 
 
 class DecoderCleaner(ItemLabellerCleaner):

@@ -305,8 +305,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     else:
         result = run_crawl(config, run_dir, resume=bool(args.resume), **status)
     counts = run_counts(result.stats)
-    # pages answered (any status): robots.txt and tdmrep.json answers alone are not a crawl; a worker that
-    # got no lease while the others did the run's work has not failed (the run's count, frontier/run/fetched)
+    # pages answered (robots.txt alone is not a crawl), or the run's: a worker left no lease has not failed
     pages = sum(int(v) for k, v in result.stats.items() if k.startswith("page/status/"))
     pages = pages or int(result.stats.get("frontier/run/fetched", 0) or 0)
     console = Console(stderr=True)
@@ -386,12 +385,12 @@ def main(argv: list[str] | None = None) -> int:
     except ModuleNotFoundError as exc:  # an optional extra's module; any other one is raised again
         print_error(f"{args.command} needs {missing_extra(exc)}")
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/]")
-        return EXIT_INTERRUPTED
-    except RuntimeError as exc:  # DuckDB 2.0's Ctrl-C inside a query (graph, recrawl): not a crash
-        if not str(exc).startswith("Query interrupted"):
-            raise
+    except (KeyboardInterrupt, RuntimeError) as exc:  # RuntimeError: DuckDB 2.0's Ctrl-C inside a query
+        if isinstance(exc, RuntimeError):
+            from analytics.db import interrupted  # (duckdb is loaded already when it raised this)
+
+            if not interrupted(exc):
+                raise
         console.print("[yellow]interrupted[/]")
         return EXIT_INTERRUPTED
 

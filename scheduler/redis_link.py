@@ -83,10 +83,11 @@ def _coalesce(ops: list[Op]) -> list[Op]:
     out: list[Op] = []
     for op in ops:
         last = out[-1] if out else None
-        joins = last is not None and last.method == op.method == "enqueue"
-        if joins and last is not None and len(last.args[0]) + len(op.args[0]) <= ENQUEUE_BATCH:
-            out[-1] = Op("enqueue", ([*last.args[0], *op.args[0]],))
-            continue
+        if last is not None and last.method == op.method == "enqueue":
+            urls = [*last.args[0], *op.args[0]]
+            if len(urls) <= ENQUEUE_BATCH:
+                out[-1] = Op("enqueue", (urls,))
+                continue
         out.append(op)
     return out
 
@@ -192,9 +193,7 @@ class RedisLink:
                 self.state.paused = True
                 self.state.reconnects += 1
                 self._no_reclaim_until = float("inf")
-                self.wake.wait(backoff)
-                self.wake.clear()
-                backoff = min(BACKOFF_MAX_S, backoff * 2)
+                backoff = self._back_off(backoff)
                 continue
             except Exception as exc:  # Redis refusing (OOM, READONLY, NOPERM) or a bug: retried, then fatal
                 errors = self._errors = self._errors + 1
@@ -206,13 +205,17 @@ class RedisLink:
                     )
                     tell(f"hostcrawl worker {self.worker}: {self.state.failure}; stopping")
                     return
-                self.wake.wait(backoff)
-                self.wake.clear()
-                backoff = min(BACKOFF_MAX_S, backoff * 2)
+                backoff = self._back_off(backoff)
                 continue
             self._errors = 0
             self.wake.wait(TURN_S)
             self.wake.clear()
+
+    def _back_off(self, backoff: float) -> float:
+        """Waits `backoff` (or until woken, say to stop) and returns the next, doubled up to the maximum."""
+        self.wake.wait(backoff)
+        self.wake.clear()
+        return min(BACKOFF_MAX_S, backoff * 2)
 
     def _turn(self) -> None:
         self._flush()

@@ -303,16 +303,6 @@ class RedisHostScheduler(HostScheduler):
         self.claimed_records.pop(lease.row_id, None)
         self.link.send("done", str(lease.row_id), checkpoint)
 
-    def left_downloader(self, request: Request) -> None:
-        lease: Lease | None = request.meta.get(LEASE_META)
-        if lease is not None and not lease.ended:
-            lease.fetched = True  # reached the network: it costs budget, whatever happens next
-
-    def response_received(self, response: Any, request: Request, spider: Any = None) -> None:
-        lease: Lease | None = request.meta.get(LEASE_META)
-        if lease is not None:  # (not fetched: a response served without the network)
-            self._end(lease, fetched=lease.fetched)
-
     def fetched(self, lease: Lease, page: dict[str, Any], html: str) -> None:
         """A worker that dies before recording the page loses its lease, and another fetches it again."""
 

@@ -155,8 +155,9 @@ def test_decoder_labels_pages_and_gives_up_on_bad_answers_overflow_and_engine_er
 def test_a_generation_error_costs_only_the_page_it_fails_on_and_is_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """One page vLLM refuses (say, over its context) used to cost the whole batch of 64 its labels."""
-    poison = item_page(PAGE.replace("Harbour reopens", "POISON"))
+    """One page vLLM refuses (say, over its context) used to cost the whole batch of 64 its labels: the
+    batch is labelled again page by page, and only that page goes to the fallback."""
+    poison = PAGE.replace("Harbour reopens", "POISON")
 
     class Picky(ScriptedEngine):
         def generate(
@@ -167,12 +168,20 @@ def test_a_generation_error_costs_only_the_page_it_fails_on_and_is_logged(
             return super().generate(prompts, regexes, max_tokens)
 
     answer = "<answer>1other2main3main4other</answer>"
-    labeller = DecoderLabeller(Picky([answer, answer]))
-    with caplog.at_level(logging.WARNING, logger="cleaner.decoder"):
-        labels = labeller.label([item_page(PAGE), poison, item_page(PAGE)])
-    assert labels[0] == labels[2] == {"1": "other", "2": "main", "3": "main", "4": "other"}
-    assert labels[1] == NoLabels("engine_error")
-    assert labeller.counts == {"decoder/labelled": 2, "decoder/fallback/engine_error": 1}
+    cleaner = DecoderCleaner(engine=Picky([answer, answer]), fallback=Fixed())  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING):
+        first, bad, third = cleaner.clean_batch([PAGE, poison, PAGE], ["http://a.example/"] * 3)
+    for good in (first, third):
+        assert good.page is not None and good.page.cleaner == "decoder_v2" and good.fallback is None
+        assert good.page.text == (
+            "Harbour reopens\nThe harbour master said the quay opens in May after two years of work."
+        )
+    assert (
+        bad.page is not None
+        and bad.page.text == "fallback text"
+        and bad.fallback == "decoder_v2/engine_error"
+    )
+    assert cleaner.labeller().counts == {"decoder/labelled": 2, "decoder/fallback/engine_error": 1}
     assert any("retrying one by one" in r.message for r in caplog.records)
 
 

@@ -191,10 +191,12 @@ def test_a_page_over_the_prompt_limit_is_not_sent_and_an_engine_error_costs_one_
             return super().generate(prompts, max_new_tokens)
 
     page = RenderedPage(LINES, None)
-    engine = Picky(["<keep>\n<extract>\n<keep>"], tokenizer)
-    labeller = RescraperLabeller(engine)
-    poison = RenderedPage(["POISON line of the page"], None)
-    assert labeller.label([page, poison]) == [Outcome("\n".join(LINES), "keep"), NoLabels("engine_error")]
+    cleaner = RescraperCleaner(engine=Picky(["<keep>\n<extract>\n<keep>"], tokenizer))
+    poison = "<html><body><p>POISON line of the page</p></body></html>"
+    kept, failed = cleaner.clean_batch([PAGE, poison], ["http://a.example/"] * 2)  # batch, then one by one
+    assert kept.page is not None and kept.page.operation == "keep"
+    assert kept.page.text == "\n".join(render_page(PAGE)[0].lines)  # type: ignore[union-attr]
+    assert failed.page is None and failed.error == f"{EMPTY}/engine_error"
     small = RescraperLabeller(ScriptedEngine([], tokenizer), max_prompt_tokens=50)
     assert small.label([page]) == [NoLabels("overflow")]
 

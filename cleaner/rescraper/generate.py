@@ -163,16 +163,14 @@ class RescraperLabeller(Labeller[RenderedPage, Outcome | NoLabels]):
         return out
 
     def _generate(self, prompts: list[str]) -> list[Generated | NoLabels]:
-        """One call for the batch; if it raises, one call per prompt, so only the failing pages lose out."""
+        """One call for the batch. If it raises for several pages the error goes up, and the cleaner labels
+        them one by one (LabellerCleaner.label_each); one page is then skipped (engine_error)."""
         if not prompts:
             return []
         try:
             return list(self.engine.generate(prompts, self.max_new_tokens))
         except Exception as exc:
-            if len(prompts) == 1:
-                LOGGER.warning("rescraper: generation failed (%r); the page is skipped", exc)
-                return [NoLabels("engine_error")]
-            LOGGER.warning(
-                "rescraper: generation failed on %d pages (%r); retrying one by one", len(prompts), exc
-            )
-        return [self._generate([prompt])[0] for prompt in prompts]
+            if len(prompts) > 1:
+                raise
+            LOGGER.warning("rescraper: generation failed (%r); the page is skipped", exc)
+            return [NoLabels("engine_error")]

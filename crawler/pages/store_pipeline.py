@@ -308,7 +308,7 @@ class CleanScoreStorePipeline:
             "policy": row["policy"],
             "phase": row["phase"],
             "cleaner": row["cleaner"],
-            "operation": row.get("operation"),
+            "operation": row["operation"],
             "n_words": row["n_words"],
             "scores": {scorer_column(n): row[score_column(n)] for n in self.scorers},
             "threshold": self.thresholds.of(row["language"]),

@@ -105,6 +105,7 @@ def run_worker(
     import redis
 
     from scheduler.redis_frontier import RedisFrontier
+    from scheduler.redis_scheduler import FAILED_STAT
 
     client = redis.Redis.from_url(  # bounded: a Redis gone silent must not hang the worker's end
         frontier_url, decode_responses=True, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=30
@@ -121,7 +122,7 @@ def run_worker(
     settings.update(worker_settings(config, worker_dir, frontier_url, run_name, worker_id, lease_seconds))
     result = crawl_and_finish(settings, config, worker_dir)
     stats, delays = result.stats, result.crawl_delays
-    if failure := stats.get("frontier/redis_failed"):  # scheduler/redis_scheduler.py FAILED_STAT
+    if failure := stats.get(FAILED_STAT):
         raise RedisRefused(
             f"{failure}. Nothing committed is lost; fix Redis (out of memory: raise maxmemory or free "
             f"memory) and start a worker again: {worker_command(frontier_url, run_name, run_dir)}"
