@@ -23,6 +23,7 @@ from typing import Any
 import redis
 
 from scheduler import redis_groups, redis_host_scripts, redis_scripts
+from scheduler.redis_connect import as_strings, run_pipeline, run_prefix
 from scheduler.urls import fingerprint
 
 DEDUP_BUCKET_BITS = 16  # 65,536 intset keys; at 10M URLs about 150 members each
@@ -30,7 +31,7 @@ DEDUP_MEMBER_BITS = 31  # members below 2**31 keep an intset at 4 bytes per memb
 # 47 bits in all: a new URL is taken for a seen one with probability N / 2**47 (7e-8 at 10M URLs)
 INTSET_ENTRIES = 4096  # asked of the server at seeding, so buckets stay intsets up to ~250M URLs
 QUEUE_CAP = 50_000  # URLs queued per host
-KEY_PREFIX = "hostcrawl:"
+
 UNSCORED = "unscored"  # key CLAIM adds to a host record: its fetched pages whose leases are not done
 PARK_HORIZON_S = 600.0  # HOSTCRAWL_BACKOFF_MAX's default, as the SQLite frontier's park_horizon
 
@@ -135,7 +136,7 @@ class RedisFrontier:
     ) -> None:
         self.client = client
         self.run = run
-        self.prefix = f"{KEY_PREFIX}{run}:"
+        self.prefix = run_prefix(run)
         self.lease_ms = int(lease_seconds * 1000)
         self.group_limit = group_limit  # requests in flight per politeness group in the run (0: no limit)
         self.park_horizon_ms = int(park_horizon * 1000)  # a host waiting longer keeps no worker running
@@ -144,10 +145,9 @@ class RedisFrontier:
     def key(self, name: str) -> str:
         return self.prefix + name
 
-    @staticmethod
-    def _strings(data: Any) -> dict[str, str]:
-        """The client decodes responses (decode_responses=True): hashes come back as str -> str."""
-        return {str(k): str(v) for k, v in data.items()}
+    def pipeline(self, transaction: bool = False) -> Any:
+        """A pipeline on the node holding this run's keys (scripts may run in it, on a cluster too)."""
+        return run_pipeline(self.client, self.prefix, transaction)
 
     def _call(self, script: str, *args: Any) -> Any:
         return self.scripts[script](keys=[self.prefix], args=list(args))
@@ -166,7 +166,7 @@ class RedisFrontier:
         return first
 
     def meta(self) -> dict[str, str]:
-        return self._strings(self.client.hgetall(self.key("meta")))
+        return as_strings(self.client.hgetall(self.key("meta")))
 
     def budget(self) -> int:
         return int(self.client.hget(self.key("meta"), "budget") or 0)
@@ -227,7 +227,7 @@ class RedisFrontier:
             else:
                 picks.append((claimed, window[index], requests[index]))
             out.append(claimed)
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self.pipeline()
         for claimed, payload, _ in picks:
             self.scripts["PICK"](keys=[self.prefix], args=[claimed.lease_id, payload], client=pipe)
         for (claimed, _, request), taken in zip(picks, pipe.execute() if picks else [], strict=True):
@@ -317,7 +317,7 @@ class RedisFrontier:
 
     def shared_policy_state(self) -> tuple[dict[str, float], dict[str, list[int]]]:
         """Every host's posterior mean, and [high, low] pages per URL shape, over the whole run."""
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self.pipeline()
         for name in ("means", "shape_high", "shape_low"):
             pipe.hgetall(self.key(name))
         means, high, low = pipe.execute()
@@ -350,7 +350,7 @@ class RedisFrontier:
         self.client.hincrby(self.key("counters"), key, n)
 
     def counters(self) -> dict[str, int]:
-        return {k: int(v) for k, v in self._strings(self.client.hgetall(self.key("counters"))).items()}
+        return {k: int(v) for k, v in as_strings(self.client.hgetall(self.key("counters"))).items()}
 
     def explore_fetches(self) -> int:
         """The run's fetches so far that looked at hosts (discover and sample phases), every worker's."""
@@ -366,7 +366,7 @@ class RedisFrontier:
         if budget and spent >= budget:  # only what dead workers held is still to be fetched
             return bool(self.client.zcard(self.key("leases")) or self.client.hlen(self.key("urgent")))
         horizon = self._park_horizon()
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self.pipeline()
         for name in ("eligible", "eligible_new", "dormant", "leases"):
             pipe.zcard(self.key(name))
         for name in ("waiting", "dormant_waiting"):  # parked beyond the horizon: not worth staying for
@@ -382,17 +382,17 @@ class RedisFrontier:
 
     def workers(self) -> dict[str, dict[str, Any]]:
         out = {}
-        for worker, raw in self._strings(self.client.hgetall(self.key("workers"))).items():
+        for worker, raw in as_strings(self.client.hgetall(self.key("workers"))).items():
             with contextlib.suppress(ValueError):
                 out[worker] = json.loads(raw)
         return out
 
     def worker_meta(self, worker: str) -> dict[str, str]:
-        return self._strings(self.client.hgetall(self.key(f"wmeta:{worker}")))
+        return as_strings(self.client.hgetall(self.key(f"wmeta:{worker}")))
 
     def queued(self) -> int:
         """URLs queued over all hosts (a SCAN: for status, not for the crawl's hot path)."""
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self.pipeline()
         keys = list(self.client.scan_iter(match=self.key("q:*"), count=1000))
         for key in keys:
             pipe.llen(key)

@@ -21,6 +21,7 @@ from typing import Any
 
 import redis
 
+from scheduler.redis_connect import OUTAGE_ERRORS
 from scheduler.redis_frontier import Claimed, NewUrl, Pick, RedisFrontier
 
 logger = logging.getLogger(__name__)
@@ -183,7 +184,7 @@ class RedisLink:
                     # every worker was cut off: give the others time to renew before expiring anyone's
                     self._no_reclaim_until = time.monotonic() + self.frontier.lease_ms / 1000
                 backoff = BACKOFF_FIRST_S
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
+            except OUTAGE_ERRORS as exc:  # away for now (a cluster node down or failing over too)
                 if not self.state.paused:
                     logger.warning("redis: connection lost (%s); worker %s pauses", exc, self.worker)
                     tell(
@@ -245,7 +246,7 @@ class RedisLink:
         wrote it meanwhile) and its rank; a host the policy gives up on is dropped for every worker."""
         f = self.frontier
         key = f.key(f"host:{host}")
-        with f.client.pipeline() as pipe:
+        with f.pipeline(transaction=True) as pipe:
             while True:
                 try:
                     pipe.watch(key)
@@ -271,7 +272,7 @@ class RedisLink:
         ops = list(self.outbox)
         if not ops:
             return
-        pipe = self.frontier.client.pipeline(transaction=False)
+        pipe = self.frontier.pipeline()
         calls = _coalesce(ops)
         for call in calls:
             self._queue(pipe, call)

@@ -36,7 +36,10 @@ def compose_config() -> dict[str, Any]:
             pytest.fail(message)
         pytest.skip(message)
     done = subprocess.run(
-        [binary, "-f", str(COMPOSE), "--profile", "gpu", "config"], capture_output=True, text=True, timeout=60
+        [binary, "-f", str(COMPOSE), "--profile", "gpu", "--profile", "cluster", "config"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     config: dict[str, Any] = yaml.safe_load(done.stdout)
@@ -45,7 +48,8 @@ def compose_config() -> dict[str, Any]:
 
 def test_compose_file_is_valid_and_describes_the_distributed_run() -> None:
     services = compose_config()["services"]
-    assert set(services) == {"redis", "testweb", "worker", "status", "gpu-worker"}
+    cluster = {"redis-node-1", "redis-node-2", "redis-node-3", "redis-cluster-init", "cluster-worker"}
+    assert set(services) == {"redis", "testweb", "worker", "status", "gpu-worker"} | cluster
     redis_command = services["redis"]["command"]
     assert redis_command[redis_command.index("--appendonly") + 1] == "yes"  # a restart keeps the frontier
     worker = services["worker"]
@@ -57,6 +61,16 @@ def test_compose_file_is_valid_and_describes_the_distributed_run() -> None:
     devices = gpu["deploy"]["resources"]["reservations"]["devices"]
     assert devices[0]["capabilities"] == ["gpu"] and gpu["build"]["args"]["EXTRAS"] == "redis,gpu"
     assert "--cleaner" in gpu["command"]
+    for n in (1, 2, 3):  # cluster mode, and a restarted node keeps its slots (nodes.conf) and its data (AOF)
+        command = services[f"redis-node-{n}"]["command"]
+        assert command[command.index("--cluster-enabled") + 1] == "yes" and "--appendonly" in command
+    init = " ".join(services["redis-cluster-init"]["command"])
+    assert "--cluster create" in init and "--cluster-yes" in init
+    on_cluster = services["cluster-worker"]
+    assert on_cluster["command"][on_cluster["command"].index("--frontier") + 1].startswith(
+        "redis://redis-node-"
+    )
+    assert on_cluster["depends_on"]["redis-cluster-init"]["condition"] == "service_completed_successfully"
 
 
 def scaled(command: list[str], tmp: Path, redis_url: str, web_port: int) -> list[str]:

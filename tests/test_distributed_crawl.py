@@ -28,7 +28,7 @@ from crawler.bench.audit import audit_test_web
 from crawler.fetch.tdmrep import TDMREP_PATH
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 from crawler.testweb.politeness_hosts import ADDRESSES_FILE
-from scheduler.redis_frontier import KEY_PREFIX
+from scheduler.redis_connect import run_prefix
 
 pytestmark = pytest.mark.slow
 
@@ -137,8 +137,8 @@ def three(tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer) -
         host = web.seed_urls[0].split("/")[2]
         marker = base / PICKLE_MARKER
         evil = f"cos\nsystem\n(S'touch {marker}'\ntR."
-        client.rpush(f"{KEY_PREFIX}three:q:{host}", evil)
-        client.zadd(f"{KEY_PREFIX}three:eligible", {host: 10.0})
+        client.rpush(f"{run_prefix('three')}q:{host}", evil)
+        client.zadd(f"{run_prefix('three')}eligible", {host: 10.0})
         workers = start_workers(base, web, redis_server, "three", 3, budget=300, lease_s=20)
         workers.wait()
     yield workers
@@ -206,7 +206,7 @@ def test_hosts_on_one_address_are_fetched_one_at_a_time_by_the_whole_run(
 
 def wait_for_leases(server: RedisServer, run: str, worker: str, leases: int, timeout: float = 60) -> None:
     """Until `worker` holds `leases` leases in the run (so a kill leaves some to expire)."""
-    client, key = server.client(), f"{KEY_PREFIX}{run}:lease"
+    client, key = server.client(), f"{run_prefix(run)}lease"
     deadline = time.monotonic() + timeout
     while sum(json.loads(v).get("w") == worker for v in client.hvals(key)) < leases:
         assert time.monotonic() < deadline, f"{worker} held fewer than {leases} leases in {timeout}s"

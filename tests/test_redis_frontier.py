@@ -1,4 +1,5 @@
-"""The shared frontier against a real redis-server: politeness and leases hold between workers."""
+"""The shared frontier against a real redis-server, and the same tests against a real three-node Redis
+Cluster: politeness and leases hold between workers."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 import pytest
 from redis_server import (
     RedisServer,
+    redis_cluster_fixture,  # noqa: F401  (registers the fixture)
     redis_server_fixture,  # noqa: F401  (registers the fixture)
 )
 
@@ -17,9 +19,15 @@ from scheduler.redis_link import SharedUpdate
 RUNS = itertools.count()
 
 
+@pytest.fixture(params=["one_redis", "redis_cluster"])
+def server(request: pytest.FixtureRequest) -> RedisServer:
+    """Each test runs on one redis-server and on a Redis Cluster (the run's keys on one of its nodes)."""
+    return request.getfixturevalue("redis_server" if request.param == "one_redis" else "redis_cluster")
+
+
 @pytest.fixture
-def frontier(redis_server: RedisServer) -> RedisFrontier:
-    return RedisFrontier(redis_server.client(), f"unit{next(RUNS)}", lease_seconds=30.0)
+def frontier(server: RedisServer) -> RedisFrontier:
+    return RedisFrontier(server.client(), f"unit{next(RUNS)}", lease_seconds=30.0)
 
 
 def urls(*pairs: tuple[str, str]) -> list[NewUrl]:
@@ -70,11 +78,11 @@ def test_each_url_is_queued_once(frontier: RedisFrontier) -> None:
     assert frontier.counters()["dropped/duplicate"] == 1
 
 
-def test_leases_of_a_dead_worker_return_to_the_queue_and_are_counted(redis_server: RedisServer) -> None:
-    short = RedisFrontier(redis_server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
+def test_leases_of_a_dead_worker_return_to_the_queue_and_are_counted(server: RedisServer) -> None:
+    short = RedisFrontier(server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
     short.enqueue(urls(("a.example", "/1"), ("b.example", "/1")))
     dead = short.claim(10, "dead", 0)
-    live = RedisFrontier(redis_server.client(), short.run, lease_seconds=0.5)
+    live = RedisFrontier(server.client(), short.run, lease_seconds=0.5)
     time.sleep(0.6)
     assert short.reclaim() == 2
     again = live.claim(10, "live", 0)
@@ -85,8 +93,8 @@ def test_leases_of_a_dead_worker_return_to_the_queue_and_are_counted(redis_serve
     assert not short.done(dead[0].lease_id, "dead")  # the dead worker's late commit is refused
 
 
-def test_a_live_worker_keeps_its_leases_by_renewing_them(redis_server: RedisServer) -> None:
-    short = RedisFrontier(redis_server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
+def test_a_live_worker_keeps_its_leases_by_renewing_them(server: RedisServer) -> None:
+    short = RedisFrontier(server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
     short.enqueue(urls(("a.example", "/1")))
     (lease,) = short.claim(1, "w1", 0)
     for _ in range(4):
@@ -132,8 +140,8 @@ def test_drain_stops_handing_out(frontier: RedisFrontier) -> None:
     assert not frontier.pending()
 
 
-def test_a_dropped_host_takes_no_new_urls_but_a_dead_workers_lease_returns(redis_server: RedisServer) -> None:
-    short = RedisFrontier(redis_server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
+def test_a_dropped_host_takes_no_new_urls_but_a_dead_workers_lease_returns(server: RedisServer) -> None:
+    short = RedisFrontier(server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
     short.enqueue(urls(("a.example", "/1"), ("a.example", "/2")))
     assert len(short.claim(1, "dead", 0)) == 1
     assert short.drop("a.example", "turned_bad") == 1  # /2 is not fetched
@@ -145,9 +153,9 @@ def test_a_dropped_host_takes_no_new_urls_but_a_dead_workers_lease_returns(redis
 
 
 def test_a_dead_workers_lease_is_fetched_again_even_when_the_budget_is_spent(
-    redis_server: RedisServer,
+    server: RedisServer,
 ) -> None:
-    short = RedisFrontier(redis_server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
+    short = RedisFrontier(server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
     short.enqueue(urls(("a.example", "/1"), ("b.example", "/1")))
     (dead,) = short.claim(5, "dead", 1)
     time.sleep(0.6)
@@ -260,9 +268,9 @@ def test_fillers_wait_while_pages_await_their_scores(frontier: RedisFrontier) ->
     assert frontier.counters()["dormant/filled_idle_capacity"] == 1
 
 
-def test_past_the_explore_share_a_new_host_only_fills_idle_capacity(redis_server: RedisServer) -> None:
+def test_past_the_explore_share_a_new_host_only_fills_idle_capacity(server: RedisServer) -> None:
     def setup() -> RedisFrontier:
-        frontier = RedisFrontier(redis_server.client(), f"unit{next(RUNS)}")
+        frontier = RedisFrontier(server.client(), f"unit{next(RUNS)}")
         frontier.enqueue(urls(("known.example", "/1"), ("known.example", "/2"), ("new.example", "/1")))
         frontier.prioritise("known.example", 0.5)  # judged; new.example is not
         frontier.set_boost(10.0)  # the aspiration: a new host would come first
@@ -318,8 +326,8 @@ def test_hosts_on_one_address_are_one_request_at_a_time_across_workers(frontier:
     assert {other.host, shared.host} == {"a.example", "b.example"}
 
 
-def test_a_host_found_to_share_an_address_while_in_flight_counts_there(redis_server: RedisServer) -> None:
-    short = RedisFrontier(redis_server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
+def test_a_host_found_to_share_an_address_while_in_flight_counts_there(server: RedisServer) -> None:
+    short = RedisFrontier(server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
     short.enqueue(urls(("a.example", "/1"), ("b.example", "/1")))
     (first,) = short.claim(1, "dead", 0)
     other = ({"a.example", "b.example"} - {first.host}).pop()

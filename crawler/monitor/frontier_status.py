@@ -43,8 +43,8 @@ def worker_rows(frontier: RedisFrontier, now: float) -> dict[str, dict[str, Any]
 
 
 def frontier_view(frontier: RedisFrontier) -> dict[str, Any]:
-    client, key = frontier.client, frontier.key
-    pipe = client.pipeline(transaction=False)
+    key = frontier.key
+    pipe = frontier.pipeline()
     pipe.hlen(key("prio"))
     pipe.zcard(key("eligible"))
     pipe.zcard(key("eligible_new"))

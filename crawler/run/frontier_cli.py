@@ -72,12 +72,13 @@ def _run_options(p: argparse.ArgumentParser) -> None:
 def _frontier(url: str, run: str) -> Any:
     import redis  # the `redis` extra (crawler/cli.py names it when it is missing)
 
+    from scheduler.redis_connect import connect
     from scheduler.redis_frontier import RedisFrontier
 
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise ConfigError(f"--frontier {url}: not a Redis URL (redis://HOST:PORT/DB)")
     try:
-        client = redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=5)
+        client = connect(url, decode_responses=True, socket_connect_timeout=5)
         client.ping()
     except (redis.RedisError, ValueError) as exc:
         raise ConfigError(f"--frontier {url}: cannot reach Redis ({exc})") from None

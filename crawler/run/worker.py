@@ -104,10 +104,11 @@ def run_worker(
     worker_dir.mkdir(parents=True)
     import redis
 
+    from scheduler.redis_connect import CLUSTER_CLASS, connect
     from scheduler.redis_frontier import RedisFrontier
     from scheduler.redis_scheduler import FAILED_STAT
 
-    client = redis.Redis.from_url(  # bounded: a Redis gone silent must not hang the worker's end
+    client = connect(  # bounded: a Redis gone silent must not hang the worker's end
         frontier_url, decode_responses=True, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=30
     )
     frontier = RedisFrontier(client, run_name, lease_seconds)
@@ -120,6 +121,8 @@ def run_worker(
         config, worker_dir, progress=progress, status_port=status_port, status_bind=status_bind
     )
     settings.update(worker_settings(config, worker_dir, frontier_url, run_name, worker_id, lease_seconds))
+    if not isinstance(client, redis.Redis):  # a Redis Cluster: the scheduler's own client is a cluster one
+        settings["REDIS_PARAMS"] = {**settings["REDIS_PARAMS"], "redis_cls": CLUSTER_CLASS}
     result = crawl_and_finish(settings, config, worker_dir)
     stats, delays = result.stats, result.crawl_delays
     if failure := stats.get(FAILED_STAT):

@@ -28,6 +28,7 @@ from crawler.run.run_stats import STATS_META, loads_stats, merge_stats
 from crawler.run.worker_options import RUN_FILE, WORKERS_DIR
 from scheduler.export import host_state_frame
 from scheduler.hosts import PARKED
+from scheduler.redis_connect import connect
 from scheduler.redis_frontier import RedisFrontier
 
 logger = logging.getLogger(__name__)
@@ -80,7 +81,7 @@ def frontier_of(run_dir: Path, url: str | None = None, run: str | None = None) -
     if not marker.is_file() and (url is None or run is None):
         raise ConfigError(f"{marker}: not found; is {run_dir} the --out of a distributed run?")
     saved = json.loads(marker.read_text(encoding="utf-8")) if marker.is_file() else {}
-    client = redis.Redis.from_url(url or saved["frontier"], decode_responses=True)
+    client = connect(url or saved["frontier"], decode_responses=True)
     return RedisFrontier(client, run or saved["run"], float(saved.get("lease_seconds", 60.0)))
 
 
