@@ -12,26 +12,19 @@ from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
-from redis.exceptions import (
-    AskError,
-    ClusterDownError,
-    MovedError,
-    RedisClusterException,
-    SlotNotCoveredError,
-    TryAgainError,
-)
+from redis.exceptions import AskError, ClusterDownError, MovedError, SlotNotCoveredError, TryAgainError
 
 KEY_PREFIX = "hostcrawl:"
 CLUSTER_CLASS = "redis.cluster.RedisCluster"  # scrapy-redis's REDIS_PARAMS["redis_cls"] for a cluster
 
 # The node or the cluster cannot answer now (down, failing over, a slot without a master): wait and retry.
+# Not RedisClusterException as a whole: redis-py raises it for misuse too, which must fail, not pause.
 OUTAGE_ERRORS: tuple[type[Exception], ...] = (
     redis.ConnectionError,
     redis.TimeoutError,
     ClusterDownError,
     TryAgainError,
     SlotNotCoveredError,
-    RedisClusterException,
     MovedError,  # the run's slot moved to another node (failover, resharding): asked again next turn
     AskError,
 )
