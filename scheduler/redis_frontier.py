@@ -6,10 +6,8 @@ each host's delay holds between workers); a pop that deletes the request (here: 
 live worker renews and that returns to its host's queue when it expires, counted); a dupefilter of
 40-byte hex SHA1 strings in one hash-table set (here: 47-bit fingerprints in 65,536 intset buckets,
 about 4-5 bytes per URL); pickled requests (here: JSON; a payload that does not decode is counted
-and skipped, never executed). Connection settings stay scrapy-redis's (REDIS_URL, REDIS_PARAMS).
-
-Every call here is a blocking round trip: the Scrapy side calls it from a thread (scheduler/redis_link.py).
-"""
+and skipped, never executed). Connection settings stay scrapy-redis's (REDIS_URL, REDIS_PARAMS). Every call
+here is a blocking round trip: the Scrapy side calls it from a thread (scheduler/redis_link.py)."""
 
 from __future__ import annotations
 
@@ -89,10 +87,6 @@ WINDOW = 64  # queued URLs a worker chooses from (the policies look at as many: 
 FILL_FLOOR = 10.0
 
 
-def first_url(host: str, record: dict[str, Any], requests: list[QueuedRequest | None], urgent: bool) -> int:
-    return 0
-
-
 @dataclass(slots=True)
 class NewUrl:
     host: str
@@ -100,6 +94,7 @@ class NewUrl:
     front: bool = False  # a retry, redirect or sitemap: before anything new of its host
     force: bool = False  # a retry: no dedup
     priority: float = 0.0  # the host's rank if it has none yet
+    op: int = 0  # a forced URL's number in its worker's sequence (0: none): one sent again is queued once
 
 
 def dedup_key(url: str) -> tuple[int, int]:
@@ -180,19 +175,21 @@ class RedisFrontier:
 
     # -- the queue ----------------------------------------------------------------------------------
 
-    def enqueue(self, urls: list[NewUrl], cap: int = QUEUE_CAP) -> list[str | None]:
+    def enqueue(self, urls: list[NewUrl], cap: int = QUEUE_CAP, worker: str = "") -> list[str | None]:
         """Queues URLs (one round trip); per URL None or why it was not queued (a stats reason)."""
         if not urls:
             return []
-        return [reason or None for reason in self._call("ENQUEUE", *self.enqueue_args(urls, cap))]
+        return [reason or None for reason in self._call("ENQUEUE", *self.enqueue_args(urls, cap, worker))]
 
     @staticmethod
-    def enqueue_args(urls: list[NewUrl], cap: int = QUEUE_CAP) -> list[Any]:
-        args: list[Any] = [cap]
+    def enqueue_args(urls: list[NewUrl], cap: int = QUEUE_CAP, worker: str = "") -> list[Any]:
+        """`worker` numbers its forced URLs (NewUrl.op): ENQUEUE keeps the highest it queued."""
+        args: list[Any] = [cap, worker]
         for item in urls:
             bucket, member = dedup_key(item.request.url)
             flags = (1 if item.front else 0) | (2 if item.force else 0)
-            args += [item.host, bucket, member, item.request.encode(), flags, repr(float(item.priority))]
+            payload, priority = item.request.encode(), repr(float(item.priority))
+            args += [item.host, bucket, member, payload, flags, priority, item.op]
         return args
 
     def claim(
@@ -200,7 +197,7 @@ class RedisFrontier:
         n: int,
         worker: str,
         budget: int,
-        pick: Pick = first_url,
+        pick: Pick = lambda host, record, requests, urgent: 0,
         fill_hosts: int = 0,
         exploring: bool = True,
         score_wait: int = 0,

@@ -16,7 +16,7 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import redis
@@ -132,23 +132,30 @@ class RedisLink:
         self._next_renew = 0.0
         self._no_reclaim_until = 0.0
         self._errors = 0  # unexpected errors in a row (FAIL_AFTER_ERRORS)
-        # count operations numbered from the clock, so a worker id used again later counts again
-        self._count_seq = time.time_ns() // 1000
+        # count, observe and forced enqueue operations numbered from the clock (so a worker id used again
+        # later counts again); Redis keeps the highest applied per worker and kind and skips one resent
+        self._op_seq = time.time_ns() // 1000
 
     def start(self) -> None:
         self.thread.start()
 
     def send(self, method: str, *args: Any) -> None:
         if method == "observe":
-            self.observations.append(args)
+            self.observations.append((self._next_op(), *args))
+        elif method == "enqueue":  # forced URLs (retries) skip dedup: numbered, so a resend queues them once
+            urls = [replace(u, op=self._next_op()) if u.force else u for u in args[0]]
+            self.outbox.append(Op(method, (urls, *args[1:])))
         elif method == "count":
-            self._count_seq += 1
-            self.outbox.append(Op(method, (*args, self._count_seq)))
+            self.outbox.append(Op(method, (*args, self._next_op())))
         else:
             self.outbox.append(Op(method, args))
         if method in ("fetch_ended", "enqueue", "done"):
             self._next_claim = 0.0  # a host may have become free
         self.wake.set()
+
+    def _next_op(self) -> int:
+        self._op_seq += 1
+        return self._op_seq
 
     def stop(self, timeout: float) -> bool:
         """Sends what is left in the outbox (while Redis answers, up to `timeout`); True if all went.
@@ -241,18 +248,26 @@ class RedisLink:
             self._observe(*self.observations[0])
             self.observations.popleft()
 
-    def _observe(self, host: str, *page: Any) -> None:
+    def _observe(self, seq: int, host: str, *page: Any) -> None:
         """A scored page updates the host's shared record (optimistic: retried if another worker
-        wrote it meanwhile) and its rank; a host the policy gives up on is dropped for every worker."""
+        wrote it meanwhile) and its rank; a host the policy gives up on is dropped for every worker.
+
+        Applied once: `seq` numbers this worker's observations, and the highest applied is written in the
+        same transaction (`observed:WORKER`), so one resent after a lost EXEC reply is skipped."""
         f = self.frontier
-        key = f.key(f"host:{host}")
+        key, applied = f.key(f"host:{host}"), f.key(f"observed:{self.worker}")
         with f.pipeline(transaction=True) as pipe:
             while True:
                 try:
-                    pipe.watch(key)
+                    pipe.watch(key, applied)
+                    if int(pipe.get(applied) or 0) >= seq:
+                        pipe.unwatch()
+                        self.state.counts["frontier/observation_resent"] += 1
+                        return
                     record, rank, outcome, shared = self.observe(pipe.get(key), host, *page)
                     pipe.multi()
                     pipe.set(key, record)
+                    pipe.set(applied, seq)
                     f.add_shared_policy_state(pipe, host, shared)
                     score, judged = rank
                     if outcome.drop_reason:  # dormant with a rank, else its queue is dropped
@@ -298,7 +313,7 @@ class RedisLink:
         scripts = f.scripts
         if op.method == "enqueue":
             urls: list[NewUrl] = op.args[0]
-            args = f.enqueue_args(urls)
+            args = f.enqueue_args(urls, worker=self.worker)
             scripts["ENQUEUE"](keys=[f.prefix], args=args, client=pipe)
         elif op.method == "fetch_ended":
             lease_id, delay, fetched, hold = op.args

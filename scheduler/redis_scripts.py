@@ -54,23 +54,29 @@ local function park(P, h, now, default_prio)
 end
 """
 
-# ARGV: queue cap, then per URL 6 values: host, dedup bucket, dedup member, payload, flags (1 front,
-# 2 force: no dedup), priority for a host with none yet. Returns per URL '' (queued) or the reason.
+# ARGV: queue cap, worker id, then per URL 7 values: host, dedup bucket, dedup member, payload, flags
+# (1 front, 2 force: no dedup), priority for a host with none yet, and a forced URL's number in its
+# worker's sequence (0: none; one at or below the highest queued, `opseq` WORKER>enqueue, was queued
+# before a lost reply and is skipped as 'resent'). Returns per URL '' (queued) or the reason.
 ENQUEUE = (
     _NOW
     + _PARK
     + """
 local P = KEYS[1]
 local cap = tonumber(ARGV[1])
+local ops = ARGV[2]..'>enqueue'
+local done_op = tonumber(redis.call('HGET', P..'opseq', ops) or '0')
 local out = {}
 local queued = 0
-local i = 2
+local i = 3
 while i <= #ARGV do
   local h, bucket, member, payload = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  local flags, prio = tonumber(ARGV[i + 4]), ARGV[i + 5]
+  local flags, prio, op = tonumber(ARGV[i + 4]), ARGV[i + 5], tonumber(ARGV[i + 6])
   local force = flags >= 2
   local reason = ''
-  if redis.call('SISMEMBER', P..'blocked', h) == 1 then
+  if op > 0 and op <= done_op then
+    reason = 'resent'
+  elseif redis.call('SISMEMBER', P..'blocked', h) == 1 then
     reason = 'host_blocked'
   elseif not force and redis.call('SISMEMBER', P..'dropped', h) == 1 then
     reason = 'host_dropped'
@@ -89,9 +95,13 @@ while i <= #ARGV do
     park(P, h, now, prio)
     queued = queued + 1
   end
+  if op > done_op then
+    done_op = op
+    redis.call('HSET', P..'opseq', ops, op)
+  end
   if reason ~= '' then redis.call('HINCRBY', P..'counters', 'dropped/'..reason, 1) end
   out[#out + 1] = reason
-  i = i + 6
+  i = i + 7
 end
 redis.call('HINCRBY', P..'counters', 'enqueued', queued)
 return out

@@ -4,7 +4,10 @@ Cluster: politeness and leases hold between workers."""
 from __future__ import annotations
 
 import itertools
+import json
 import time
+from dataclasses import replace
+from typing import Any
 
 import pytest
 from redis_server import (
@@ -13,8 +16,9 @@ from redis_server import (
     redis_server_fixture,  # noqa: F401  (registers the fixture)
 )
 
+from scheduler.host_scores import ScoreOutcome
 from scheduler.redis_frontier import FILL_FLOOR, UNSCORED, Claimed, NewUrl, QueuedRequest, RedisFrontier
-from scheduler.redis_link import SharedUpdate
+from scheduler.redis_link import RedisLink, SharedUpdate
 
 RUNS = itertools.count()
 
@@ -380,3 +384,40 @@ def test_a_counter_resent_after_a_lost_reply_is_counted_once(frontier: RedisFron
     count(keys=[frontier.prefix], args=["explore_fetches", 1, "w1", 41])  # another worker's own numbering
     count(keys=[frontier.prefix], args=["explore_fetches", 1, "w0", 42])
     assert frontier.explore_fetches() == 3
+
+
+def test_an_observation_resent_after_a_lost_reply_is_applied_once(frontier: RedisFrontier) -> None:
+    """The link sends a scored page again when the reply to its transaction was lost; the host's record
+    and the run's shape counts took the page twice then. Each worker numbers its observations and the
+    highest applied is written in the same transaction."""
+
+    def observe(record: str | None, host: str, phase: str, url: str, score: float, sitemap: bool) -> Any:
+        scores = json.loads(record)["scores"] if record else []
+        outcome = ScoreOutcome(sampled=False, drop_reason=None)
+        return json.dumps({"scores": [*scores, score]}), (None, True), outcome, SharedUpdate("/a", True, None)
+
+    link = RedisLink(
+        frontier, "w0", 100, lambda: 0, lambda *a: None, dict, observe, lambda *a: None, lambda *a: 0
+    )
+    link.send("observe", "a.example", "deepen", "http://a.example/1", 0.9, False)
+    sent = link.observations[0]
+    link._flush()  # applied; then the same transaction again, as after a connection lost before its reply
+    link._observe(*sent)
+    link.send("observe", "a.example", "deepen", "http://a.example/2", 0.7, False)  # the next page counts
+    link._flush()
+    assert json.loads(frontier.client.get(frontier.key("host:a.example")))["scores"] == [0.9, 0.7]
+    assert frontier.client.hget(frontier.key("shape_high"), "/a") == "2"
+    assert link.state.counts["frontier/observation_resent"] == 1
+
+
+def test_a_forced_url_resent_after_a_lost_reply_is_queued_once(frontier: RedisFrontier) -> None:
+    """A retry skips dedup (force), so a pipeline sent again after a lost reply queued it twice and the page
+    was fetched twice. The link numbers forced URLs; ENQUEUE keeps the highest it queued per worker."""
+    request = QueuedRequest("http://a.example/1", 0, {"retry_times": 1})
+    retry = NewUrl("a.example", request, front=True, force=True, op=7)
+    assert frontier.enqueue([retry], worker="w0") == [None]
+    assert frontier.enqueue([retry], worker="w0") == ["resent"]  # the same call again
+    assert frontier.enqueue([replace(retry, op=8)], worker="w0") == [None]  # a later retry is queued
+    assert frontier.enqueue([retry], worker="w1") == [None]  # another worker's numbering is its own
+    assert frontier.client.llen(frontier.key("q:a.example")) == 3
+    assert frontier.counters()["dropped/resent"] == 1
