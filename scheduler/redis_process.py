@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import redis
-from redis.cluster import RedisCluster
+
+from scheduler.redis_connect import connect
 
 STARTUP_TIMEOUT_S = 20.0
 CLUSTER_BUS_OFFSET = 10000
@@ -115,13 +116,14 @@ class RedisClusterProcess:
         """Any node's URL reaches the whole cluster (scheduler/redis_connect.py)."""
         return self.nodes[0].url
 
-    def client(self) -> RedisCluster:
-        return RedisCluster(host="127.0.0.1", port=self.nodes[0].port, decode_responses=True)
+    def client(self) -> redis.Redis:
+        return connect(self.url, cluster=True, decode_responses=True)
 
     def node_of(self, key: str) -> RedisProcess:
         """The node serving `key`'s slot."""
-        slot = int(self.nodes[0].client().cluster("KEYSLOT", key))
-        for start, end, master, *_ in self.nodes[0].client().execute_command("CLUSTER", "SLOTS"):
+        first = self.nodes[0].client()
+        slot = int(first.cluster("KEYSLOT", key))
+        for start, end, master, *_ in first.execute_command("CLUSTER", "SLOTS"):
             if int(start) <= slot <= int(end):
                 return next(node for node in self.nodes if node.port == int(master[1]))
         raise RedisProcessError(f"no node serves slot {slot}")
