@@ -65,7 +65,12 @@ def add_frontier_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--frontier", required=True, metavar="URL", help="redis://HOST:PORT/DB of the run")
+    p.add_argument(
+        "--frontier",
+        required=True,
+        metavar="URL",
+        help="redis://HOST:PORT/DB of the run (or any node of its Redis Cluster)",
+    )
     p.add_argument("--run", dest="run_name", required=True, metavar="NAME", help="the run's name")
 
 

@@ -17,7 +17,11 @@ def add_worker_options(p: argparse.ArgumentParser) -> None:
         "many workers, on one machine or many, crawl one run whose frontier is in Redis; each writes "
         "RUN/workers/ID/ and the last to finish merges them into RUN (or: hostcrawl frontier merge RUN)",
     )
-    g.add_argument("--frontier", metavar="URL", help="redis://HOST:PORT/DB: be a worker of a shared run")
+    g.add_argument(
+        "--frontier",
+        metavar="URL",
+        help="redis://HOST:PORT/DB (one Redis, or any node of a Redis Cluster): be a worker of a shared run",
+    )
     g.add_argument("--run", dest="run_name", metavar="NAME", help="the run's name in that Redis (required)")
     g.add_argument("--worker-id", metavar="ID", help="this worker's name (default HOSTNAME-PID-RANDOM)")
     g.add_argument(
