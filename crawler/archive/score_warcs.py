@@ -33,6 +33,7 @@ from crawler.archive.score_warcs_reader import HtmlPage, ScoreStats, WarcReader,
 from crawler.archive.score_warcs_report import finish_outputs, print_summary, progress_bar
 from crawler.archive.warc_files import not_a_warc
 from crawler.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_error
+from crawler.pages.batch_cleaner import exit_with_parent
 from crawler.pages.tables import WARC_LOCATION, PageTableWriter
 
 PAGES_PER_TASK = 16  # pages a worker cleans per task: amortises pickling without long stalls
@@ -44,6 +45,12 @@ def _quiet_worker() -> None:
     """Workers have no log setup; without this every page trafilatura discards prints a warning."""
     for name in ("trafilatura", "htmldate", "courlan"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _init_pool_worker() -> None:
+    """A pool worker is quiet too, and ends by itself when its `score` was killed outright."""
+    exit_with_parent()
+    _quiet_worker()
 
 
 def score_pages(
@@ -128,7 +135,7 @@ def run_score(job: ScoreJob, console: Console) -> ScoreStats:
     pool = None
     if job.workers > 1:
         context = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(job.workers, mp_context=context, initializer=_quiet_worker)
+        pool = ProcessPoolExecutor(job.workers, mp_context=context, initializer=_init_pool_worker)
     else:
         _quiet_worker()
     pending: deque[Future[Any] | tuple[list[dict[str, Any]], Counter[str]]] = deque()

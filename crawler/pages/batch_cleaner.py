@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import signal
+import threading
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterator
@@ -41,6 +42,10 @@ UNSCORED_BATCHES_PER_WORKER = 2
 # of 0.025 and 0.05 did as well, and 0.1 leaves budgets over 960 pages to the pool's bound)
 UNSCORED_BUDGET_SHARE = 0.1
 UNSCORED_FLOOR = 8
+# A pool worker checks this often whether the process that started it is still there, and exits with
+# EXIT_ORPHANED once it is not
+PARENT_POLL_S = 1.0
+EXIT_ORPHANED = 3
 WORKER_CRASH = "cleaner/worker_crash"  # a worker died on this page, and again when it was retried alone
 
 Work = Callable[..., list[PageResult]]
@@ -65,12 +70,30 @@ def unscored_bound(concurrency: int, cleaner: str, workers: int = 0, budget: int
     return bound
 
 
+def exit_with_parent(poll_s: float = PARENT_POLL_S) -> None:
+    """End this pool worker within `poll_s` of the process that started it going away.
+
+    A killed crawl (kill -9, the OOM killer) never shuts its pool down, and the worker would wait on the
+    pool's call queue for ever: it holds the queue's write end too, so the pipe never closes. Each such
+    worker keeps its scorers' memory (about 500 MB). Polling the parent's pid works wherever the worker
+    was started from (PR_SET_PDEATHSIG would fire when the spawning *thread* ends, not the process)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(EXIT_ORPHANED)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def init_worker(niceness: int = WORKER_NICENESS) -> None:
     """Quiet logs (workers have no log setup; trafilatura would warn on every page) and low priority.
 
     Ctrl-C reaches the whole process group: the crawling process stops gracefully and shuts the pool
     down itself, so a worker ignores SIGINT and SIGTERM (else each would print a traceback and fail
-    the pages of its batch)."""
+    the pages of its batch). A worker whose crawl was killed outright ends by itself (`exit_with_parent`)."""
+    exit_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
