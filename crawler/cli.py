@@ -287,11 +287,8 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     run_dir = args.resume or args.out or default_run_dir("crawl")
     if not args.resume:
         create_run_dir(run_dir)
-    status = {
-        "progress": not args.no_progress,
-        "status_port": args.status_port,
-        "status_bind": args.status_bind,
-    }
+    status = {"progress": not args.no_progress, "status_port": args.status_port}
+    status["status_bind"] = args.status_bind
     if args.frontier:
         result = run_worker(
             config,
@@ -325,9 +322,11 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     console.print(
         f"[bold]done[/]: {counts['fetched']} pages fetched ({counts['responses']} responses with robots.txt, "
         f"redirects and retries), {counts['curated']} pages curated, "
-        f"{result.stat('hostcrawl/pages_per_second')} pages/s -> {run_dir}/report.md",
+        f"{result.stat('hostcrawl/pages_per_second')} pages/s -> {result.run_dir}/report.md",
         highlight=False,
     )
+    if result.note:
+        console.print(result.note, style="yellow", markup=False, highlight=False)
     if not pages:
         from crawler.fetch.failures import why_nothing
 

@@ -47,6 +47,7 @@ class RunResult:
     run_dir: Path
     stats: dict[str, Any]
     crawl_delays: dict[str, float]
+    note: str | None = None  # what the user must still do (a worker: merge the run from other machines)
 
     def stat(self, key: str, default: Any = 0) -> Any:
         return self.stats.get(key, default)

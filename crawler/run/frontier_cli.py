@@ -20,6 +20,7 @@ examples:
   hostcrawl frontier status --frontier redis://localhost:6379/0 --run r1 --serve 8080
   hostcrawl frontier drain --frontier redis://localhost:6379/0 --run r1
   hostcrawl frontier merge runs/r1
+  hostcrawl frontier merge runs/r1 --from /mnt/box2/runs/r1   workers that wrote on another machine
 """
 
 
@@ -61,6 +62,16 @@ def add_frontier_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     merge.add_argument("--frontier", metavar="URL", help="Redis URL (default: RUN/distributed.json's)")
     merge.add_argument("--run", dest="run_name", metavar="NAME", help="run name (default: RUN's)")
+    merge.add_argument(
+        "--from",
+        dest="sources",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="another machine's --out of this run (a copy or a mount): its workers/*/ are merged too; "
+        "repeat for each machine. The merge refuses while a worker of the run is found in none of them",
+    )
     merge.set_defaults(func=cmd_merge)
 
 
@@ -117,21 +128,32 @@ def cmd_drain(args: argparse.Namespace) -> int:
 def cmd_merge(args: argparse.Namespace) -> int:
     import redis
 
-    from crawler.run.worker_merge import frontier_of, live_workers, merge_run
+    from crawler.run.worker_merge import (
+        frontier_of,
+        live_workers,
+        merge_run,
+        missing_message,
+        missing_workers,
+        worker_folders,
+    )
     from crawler.run.worker_options import WORKERS_DIR
 
-    if not (args.run_dir / WORKERS_DIR).is_dir():
-        raise ConfigError(f"{args.run_dir}: no {WORKERS_DIR}/ here; is it the --out of a distributed run?")
+    for root in (args.run_dir, *args.sources):
+        if not (root / WORKERS_DIR).is_dir():
+            raise ConfigError(f"{root}: no {WORKERS_DIR}/ here; is it the --out of a distributed run?")
     try:
         frontier = frontier_of(args.run_dir, args.frontier, args.run_name)
         running = live_workers(frontier)
+        missing = missing_workers(frontier, worker_folders(args.run_dir, tuple(args.sources)))
     except redis.RedisError as exc:
         raise ConfigError(f"{args.run_dir}: cannot reach its Redis ({exc})") from None
     if running:
         raise ConfigError(
             f"{args.run_dir}: workers {', '.join(running)} are still running; drain the run first"
         )
-    stats = merge_run(args.run_dir, frontier)
+    if missing:
+        raise ConfigError(f"{args.run_dir}: not merged: {missing_message(args.run_dir, missing)}")
+    stats = merge_run(args.run_dir, frontier, sources=tuple(args.sources))
     Console(stderr=True).print(
         f"merged {stats.get('frontier/workers')} workers: {stats.get('response_received_count', 0)} "
         f"responses -> {args.run_dir}/report.md",

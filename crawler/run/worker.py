@@ -112,10 +112,16 @@ def run_worker(
         frontier_url, decode_responses=True, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=30
     )
     frontier = RedisFrontier(client, run_name, lease_seconds)
-    if frontier.start(worker_id, config.fetch.max_pages, {"out": str(run_dir)}):
+    first = frontier.start(worker_id, config.fetch.max_pages, {"out": str(run_dir)})
+    # every machine's RUN names its run and config (the first worker's, where RUN is shared), so the
+    # merge can run on any of them
+    if first or not (run_dir / RUN_FILE).is_file():
         (run_dir / "config.toml").write_text(config.to_toml(), encoding="utf-8")
         marker = {"frontier": frontier_url, "run": run_name, "lease_seconds": lease_seconds}
         (run_dir / RUN_FILE).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+    from crawler.run.worker_merge import record_place
+
+    record_place(frontier, worker_id, run_dir)
     (worker_dir / "config.toml").write_text(config.to_toml(), encoding="utf-8")
     settings = build_settings(
         config, worker_dir, progress=progress, status_port=status_port, status_bind=status_bind
@@ -133,9 +139,13 @@ def run_worker(
     with contextlib.suppress(redis.RedisError):  # a worker that fetched nothing while the others did
         stats["frontier/run/fetched"] = frontier.counters().get("fetched", 0)  # has not failed
     if not result.interrupted and result.storage_error is None:
-        from crawler.run.worker_merge import merge_if_last
+        from crawler.run.worker_merge import WorkersElsewhere, merge_if_last
 
-        merged = merge_if_last(run_dir, frontier, worker_id, config)
+        try:
+            merged = merge_if_last(run_dir, frontier, worker_id, config)
+        except WorkersElsewhere as exc:
+            logger.warning("%s", exc)
+            return RunResult(result.run_dir, stats, delays, note=str(exc))
         if merged is not None:
             return RunResult(run_dir, merged, delays)
     return result

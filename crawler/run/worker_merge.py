@@ -4,6 +4,11 @@ A worker that died (kill -9) never wrote its tables: its folder is first made wh
 it committed to Redis (the same cut a one-process --resume makes; what lies beyond was requeued when its
 leases expired and fetched by another worker). WARC files and text shards are hard-linked into RUN/warc
 and RUN/text (their names carry the worker id), so RUN reads like a one-process run directory.
+
+Workers need no shared file system: each records in Redis the machine and --out it writes to. The merge
+takes RUN/workers/* and the workers/ of every other run directory it is given (`frontier merge RUN --from
+DIR`, a copy or a mount of another machine's --out), and refuses while a worker the run knows is missing
+from all of them: a merge without it would lose its pages.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import json
 import logging
 import os
 import shutil
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +41,7 @@ logger = logging.getLogger(__name__)
 
 ALIVE_S = 15.0  # a worker that has not sent its heartbeat (every second) for this long is not running
 MERGE_LOCK_S = 600
+MACHINE_META, OUT_META = "machine", "out"  # wmeta:WORKER fields: where the worker writes
 
 
 SILENT_S = 3.0  # a worker whose heartbeat is this late may have died: the last one waits to see
@@ -51,13 +58,56 @@ def live_workers(frontier: RedisFrontier, but: str = "") -> dict[str, float]:
     return {worker: age for worker, age in ages.items() if age < ALIVE_S}
 
 
+class WorkersElsewhere(Exception):
+    """The run's last worker cannot merge it: some workers wrote on another machine."""
+
+
+def record_place(frontier: RedisFrontier, worker: str, run_dir: Path) -> None:
+    """Say in Redis where this worker writes (the merge asks for what it cannot find)."""
+    place = {MACHINE_META: socket.gethostname(), OUT_META: str(run_dir.resolve())}
+    frontier.client.hset(frontier.key(f"wmeta:{worker}"), mapping=place)  # type: ignore[arg-type]
+
+
+def missing_workers(frontier: RedisFrontier, found: list[Path]) -> dict[str, str]:
+    """Workers of the run (those that ever sent a heartbeat) with no folder in `found`: name -> where it
+    wrote ("MACHINE:OUT/workers/NAME")."""
+    have = {folder.name for folder in found}
+    missing = {}
+    for worker in sorted(set(frontier.workers()) - have):
+        meta = frontier.worker_meta(worker)
+        where = f"{meta.get(MACHINE_META, '?')}:{meta.get(OUT_META, '?')}/{WORKERS_DIR}/{worker}"
+        missing[worker] = where
+    return missing
+
+
+def missing_message(run_dir: Path, missing: dict[str, str]) -> str:
+    places = "; ".join(f"{worker} at {where}" for worker, where in missing.items())
+    return (
+        f"{len(missing)} worker(s) of this run wrote outside {run_dir}: {places}. Copy each folder into "
+        f"{run_dir / WORKERS_DIR}/ (rsync -a MACHINE:OUT/{WORKERS_DIR}/NAME {run_dir / WORKERS_DIR}/), or "
+        f"name the other run directories, then: hostcrawl frontier merge {run_dir} --from OTHER_OUT"
+    )
+
+
+def worker_folders(run_dir: Path, sources: tuple[Path, ...] = ()) -> list[Path]:
+    """RUN/workers/* and each source's workers/*, one folder per worker name (RUN's own first)."""
+    folders: dict[str, Path] = {}
+    for root in (run_dir, *sources):
+        parent = root / WORKERS_DIR
+        for folder in sorted(parent.iterdir()) if parent.is_dir() else []:
+            if folder.is_dir():
+                folders.setdefault(folder.name, folder)
+    return sorted(folders.values(), key=lambda folder: folder.name)
+
+
 def merge_if_last(
     run_dir: Path, frontier: RedisFrontier, worker: str, config: CrawlConfig
 ) -> dict[str, Any] | None:
     """The last worker to finish merges (once: a lock in Redis); the others leave it to that one.
 
     A worker killed moments ago still looks alive for ALIVE_S: while every other unfinished worker is
-    silent, this one waits for them to be declared gone rather than leave the run unmerged.
+    silent, this one waits for them to be declared gone rather than leave the run unmerged. Workers that
+    wrote on another machine leave the merge to `frontier merge --from` (WorkersElsewhere says so).
     """
     try:
         deadline = time.monotonic() + ALIVE_S
@@ -67,6 +117,8 @@ def merge_if_last(
             time.sleep(0.5)
         if frontier.pending():
             return None
+        if missing := missing_workers(frontier, worker_folders(run_dir)):
+            raise WorkersElsewhere(f"the run is not merged: {missing_message(run_dir, missing)}")
         if not frontier.client.set(frontier.key("merge_lock"), worker, nx=True, ex=MERGE_LOCK_S):
             return None
         return merge_run(run_dir, frontier, config)
@@ -85,9 +137,12 @@ def frontier_of(run_dir: Path, url: str | None = None, run: str | None = None) -
     return RedisFrontier(client, run or saved["run"], float(saved.get("lease_seconds", 60.0)))
 
 
-def merge_run(run_dir: Path, frontier: RedisFrontier, config: CrawlConfig | None = None) -> dict[str, Any]:
+def merge_run(
+    run_dir: Path, frontier: RedisFrontier, config: CrawlConfig | None = None, sources: tuple[Path, ...] = ()
+) -> dict[str, Any]:
+    """RUN's pages, hosts, stats and report from every worker's folder (RUN/workers/* and the sources')."""
     config = config or load_config(run_dir / "config.toml")
-    workers = sorted(p for p in (run_dir / WORKERS_DIR).iterdir() if p.is_dir())
+    workers = worker_folders(run_dir, sources)
     stats: dict[str, Any] = {}
     delays: dict[str, float] = {}
     for folder in (run_dir / "warc", run_dir / "text"):
@@ -104,6 +159,8 @@ def merge_run(run_dir: Path, frontier: RedisFrontier, config: CrawlConfig | None
                         delays[host] = max(delay, delays.get(host, 0.0))
     for key, value in frontier.counters().items():
         stats[f"frontier/run/{key}"] = value
+    # the run's fetches against its budget (each worker's own figure is a gauge: merge_stats keeps one)
+    stats["frontier/fetched"] = stats.get("frontier/run/fetched", stats.get("frontier/fetched", 0))
     stats["frontier/workers"] = len(workers)
     parked = frontier.parked_hosts()  # their URLs stay queued in Redis for a later worker
     if parked:
