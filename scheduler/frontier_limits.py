@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from scheduler.queue_window import MEMORY_HEAD, MEMORY_URLS
 
@@ -14,6 +15,21 @@ from scheduler.queue_window import MEMORY_HEAD, MEMORY_URLS
 # and 76.3k at 1; 0.5 is the highest share at which adaptive still beats sample_deepen per fetch on
 # every web (1.05-1.20x; 0.90-1.04x at 1).
 KEEP_BUSY = 0.5
+
+
+# Scrapy's downloader slots per request slot of the crawl. A page whose host's robots.txt or tdmrep.json is
+# being fetched waits for it inside the downloader, and Scrapy counts both; with one slot each, a wide crawl
+# (every page a new host's first) kept a third of its slots on the network (benchmarks/network_bound.py).
+# The frontier caps the pages in flight at the crawl's concurrency (`request_slots`); each brings at most one
+# robots.txt or tdmrep.json fetch of its own host, while it waits off the network, so no more than
+# `concurrency` requests are ever on the network.
+DOWNLOADER_SLOTS_PER_REQUEST_SLOT = 2
+
+
+def request_slots(settings: Any) -> int:
+    """The crawl's concurrency: pages in flight over all hosts (HOSTCRAWL_CONCURRENCY; Scrapy's
+    CONCURRENT_REQUESTS where a crawl did not set it)."""
+    return max(1, settings.getint("HOSTCRAWL_CONCURRENCY") or settings.getint("CONCURRENT_REQUESTS"))
 
 
 def fill_hosts(concurrency: int, keep_busy: float = KEEP_BUSY) -> int:

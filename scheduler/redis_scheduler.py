@@ -74,7 +74,6 @@ class RedisHostScheduler(HostScheduler):
             self.limits.concurrency_per_group,
             self.limits.park_horizon,
         )
-        self.slots = max(1, settings.getint("CONCURRENT_REQUESTS"))
         self.grouped: set[str] = set()  # hosts whose domain group this worker has told Redis
         self.inbox: list[Claimed] = []
         self.leases: dict[int, Lease] = {}  # handed to Scrapy, not yet recorded

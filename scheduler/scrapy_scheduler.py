@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from scrapy import Request, signals
 
 from scheduler.core import HostFrontier
-from scheduler.frontier_limits import KEEP_BUSY, FrontierLimits, fill_hosts
+from scheduler.frontier_limits import KEEP_BUSY, FrontierLimits, fill_hosts, request_slots
 from scheduler.host_priors import apply_prior, load_priors, load_truth
 from scheduler.hosts import HostRecord
 from scheduler.lease import Lease
@@ -87,15 +87,14 @@ class HostScheduler:
         )
         self.policy = make_policy(settings.get("HOSTCRAWL_POLICY", "bfs"), config)
         self.guard = TrapGuard(max_url_length=settings.getint("HOSTCRAWL_MAX_URL_LENGTH", MAX_URL_LENGTH))
+        self.slots = request_slots(settings)  # pages in flight, at most (Scrapy's downloader has more)
         self.limits = FrontierLimits(
             budget=settings.getint("HOSTCRAWL_MAX_PAGES"),
             per_host_budget=settings.getint("HOSTCRAWL_PER_HOST_BUDGET"),
             concurrency_per_host=settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
             concurrency_per_group=settings.getint("HOSTCRAWL_GROUP_CONCURRENCY", 1),
             threshold=settings.getfloat("HOSTCRAWL_THRESHOLD"),
-            fill_hosts=fill_hosts(
-                settings.getint("CONCURRENT_REQUESTS"), settings.getfloat("HOSTCRAWL_KEEP_BUSY", KEEP_BUSY)
-            ),
+            fill_hosts=fill_hosts(self.slots, settings.getfloat("HOSTCRAWL_KEEP_BUSY", KEEP_BUSY)),
             memory_urls=settings.getint("HOSTCRAWL_FRONTIER_MEMORY_URLS", MEMORY_URLS),
             max_unscored=settings.getint("HOSTCRAWL_MAX_UNSCORED", 0),
             park_horizon=settings.getfloat("HOSTCRAWL_BACKOFF_MAX", 600.0),
@@ -252,6 +251,8 @@ class HostScheduler:
         assert self.frontier is not None
         if self.frozen:  # stopping: what is left stays queued for the resume
             return None
+        if self.frontier.in_flight >= self.slots:  # the rest of Scrapy's slots are for robots.txt and
+            return None  # tdmrep.json fetches of hosts whose pages wait for them
         lease = self.frontier.next()
         if lease is None:
             self._wake_when_ready()

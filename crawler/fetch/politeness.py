@@ -23,7 +23,13 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.fetch.addresses import PrivateAddressGuard
 from crawler.fetch.failures import failure_reason
-from scheduler.scrapy_scheduler import host_blocked, host_ready_at, politeness_changed, politeness_restored
+from scheduler.scrapy_scheduler import (
+    LEASE_META,
+    host_blocked,
+    host_ready_at,
+    politeness_changed,
+    politeness_restored,
+)
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -32,6 +38,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 BACKOFF_STATUSES = frozenset({429, 503})
+# A handed-out request whose host may not be fetched for longer than this goes back to the frontier
+# (HostReadyGate) rather than hold one of the crawl's request slots while it waits
+HAND_BACK_S = 0.25
 NETWORK_FAILURES = frozenset({"timeout", "connection_lost", "connection_refused"})
 
 
@@ -259,3 +268,30 @@ class CrawlDelayGate:
         if self.politeness is not None and self.politeness.is_too_slow(host):
             self.crawler.stats.inc_value("fetch/skipped/crawl_delay_too_long")
             raise IgnoreRequest(f"{host} asks for a Crawl-delay above the configured maximum")
+
+
+class HostReadyGate:
+    """Sends a handed-out request back to the front of its host's queue when its host must still wait.
+
+    That happens to a host's first request: it waited for the host's robots.txt, and the host's delay
+    runs from that fetch. Held in the downloader, it would keep one of the crawl's `concurrency` request
+    slots idle for the delay (a second at the default floor, far more under a Crawl-delay); handed back,
+    the slot fetches another host and the frontier hands this one out again when the host is ready."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.politeness = crawler.get_extension(Politeness)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def process_request(self, request: Request, spider: Any = None) -> Request | None:
+        if self.politeness is None or LEASE_META not in request.meta:  # not the frontier's own request
+            return None
+        key = request.meta.get("download_slot") or urlparse_cached(request).hostname or ""
+        state = self.politeness.hosts.get(key)
+        if state is None or state.ready_at - time.monotonic() <= HAND_BACK_S:
+            return None
+        self.crawler.stats.inc_value("politeness/handed_back")
+        return request.replace(dont_filter=True)

@@ -23,7 +23,7 @@ from twisted.internet import task
 from crawler.fetch.politeness import Politeness
 from crawler.pages.store_pipeline import CleanScoreStorePipeline
 from crawler.run.run_counts import split_failures
-from scheduler.frontier_limits import KEEP_BUSY
+from scheduler.frontier_limits import KEEP_BUSY, request_slots
 from scheduler.hosts import PRIOR_ALPHA, PRIOR_BETA, HostRecord, HostState
 from scheduler.scrapy_scheduler import HostScheduler
 
@@ -68,7 +68,7 @@ def policy_settings(crawler: Crawler, scheduler: Any) -> dict[str, Any]:
         "explore_share": s.getfloat("HOSTCRAWL_EXPLORE_SHARE"),
         "keep_busy": s.getfloat("HOSTCRAWL_KEEP_BUSY", KEEP_BUSY),
         "per_host_budget": s.getint("HOSTCRAWL_PER_HOST_BUDGET"),
-        "concurrency": s.getint("CONCURRENT_REQUESTS"),
+        "concurrency": request_slots(s),
         "per_host_concurrency": s.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
         "min_delay_s": s.getfloat("DOWNLOAD_DELAY"),
         "max_crawl_delay_s": s.getfloat("HOSTCRAWL_MAX_CRAWL_DELAY"),

@@ -13,6 +13,7 @@ from typing import Any
 
 from crawler.pages.batch_cleaner import unscored_bound
 from crawler.run.crawl_config import SCRAPY_SCHEDULER, ConfigError, CrawlConfig
+from scheduler.frontier_limits import DOWNLOADER_SLOTS_PER_REQUEST_SLOT
 
 # Components, by the order Scrapy calls them. The WARC capture sits next to the downloader so it
 # sees bodies before decompression and every response, robots.txt included.
@@ -21,6 +22,7 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "crawler.fetch.robots_policy.RobotsPolicy": 100,
     "crawler.fetch.politeness.CrawlDelayGate": 110,  # right after robots.txt is known
+    "crawler.fetch.politeness.HostReadyGate": 115,  # a host that must wait frees the request slot
     "crawler.fetch.tdmrep.TdmRepPolicy": 120,  # a host's tdmrep.json, once, when its first page arrives
     "crawler.fetch.redirect_targets.RedirectSchemeGuard": 605,  # sees a 3xx before RedirectMiddleware (600)
     "crawler.fetch.routing.ProxyEverything": 745,
@@ -142,7 +144,9 @@ def _own_settings(
         "HOSTCRAWL_TRUTH": pol.truth,
         "HOSTCRAWL_PLAN": pol.plan,
         "HOSTCRAWL_PREVIOUS": f.previous,
-        "CONCURRENT_REQUESTS": f.concurrency,
+        "HOSTCRAWL_CONCURRENCY": f.concurrency,  # pages in flight: the frontier's cap
+        "CONCURRENT_REQUESTS": f.concurrency
+        * (1 if pol.name == SCRAPY_SCHEDULER else DOWNLOADER_SLOTS_PER_REQUEST_SLOT),
         "DOWNLOAD_TIMEOUT": f.timeout,
         "DOWNLOAD_MAXSIZE": f.max_decoded_bytes,
         "DOWNLOAD_WARNSIZE": 0,
