@@ -323,26 +323,6 @@ class RedisFrontier:
             shapes.setdefault(shape, [0, 0])[1] = int(n)
         return {host: float(mean) for host, mean in means.items()}, shapes
 
-    def save_politeness(self, host: str, part: str, state: dict[str, Any]) -> None:
-        self.client.hset(self.key("politeness"), f"{host}|{part}", json.dumps(state, separators=(",", ":")))
-
-    def politeness(self, hosts: list[str]) -> list[tuple[str, str, dict[str, Any]]]:
-        """What other workers learnt of these hosts (robots.txt, Crawl-delay, backoff)."""
-        fields = [f"{host}|{part}" for host in hosts for part in ("robots", "timing")]
-        rows = []
-        values = self.client.hmget(self.key("politeness"), fields) if fields else []
-        for field, raw in zip(fields, values, strict=True):
-            if raw is None:
-                continue
-            try:
-                state = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(state, dict):
-                host, part = field.rsplit("|", 1)
-                rows.append((host, part, state))
-        return rows
-
     def count(self, key: str, n: int = 1) -> None:
         self.client.hincrby(self.key("counters"), key, n)
 

@@ -23,6 +23,7 @@ import redis
 
 from scheduler.redis_connect import OUTAGE_ERRORS
 from scheduler.redis_frontier import Claimed, NewUrl, Pick, RedisFrontier
+from scheduler.redis_politeness import PolitenessReader, politeness_fields
 
 logger = logging.getLogger(__name__)
 
@@ -121,6 +122,7 @@ class RedisLink:
         self.pick = pick  # which of a leased host's queued URLs to fetch (the policy's choice)
         self.observations: deque[tuple[Any, ...]] = deque()
         self.state = LinkState()
+        self.politeness = PolitenessReader(frontier.client, frontier.key("politeness"))
         self.outbox: deque[Op] = deque()
         self.held: set[str] = set()  # lease ids this worker holds (renewed until done)
         self.wake = threading.Event()
@@ -327,7 +329,7 @@ class RedisLink:
             scripts[op.method.upper()](keys=[f.prefix], args=list(op.args), client=pipe)
         elif op.method == "save_politeness":
             host, part, state = op.args
-            pipe.hset(f.key("politeness"), f"{host}|{part}", state)
+            pipe.hset(f.key("politeness"), mapping=politeness_fields(host, part, state))
         elif op.method == "count":  # numbered in send(): resent, it is not counted twice
             key, n, seq = op.args
             scripts["COUNT_ONCE"](keys=[f.prefix], args=[key, n, self.worker, seq], client=pipe)
@@ -344,7 +346,7 @@ class RedisLink:
             return
         self.held.update(c.lease_id for c in claimed)
         # the latest any worker learnt of these hosts (robots.txt may have been read since we last had one)
-        rows = self.frontier.politeness(sorted({c.host for c in claimed}))
+        rows = self.politeness.rows(sorted({c.host for c in claimed}))
         self.on_claimed(claimed, rows)
 
     def _status(self) -> None:
