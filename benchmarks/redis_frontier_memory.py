@@ -4,7 +4,7 @@ Both get the same URLs into a fresh redis-server of their own (the one `make ins
 ours through RedisFrontier.enqueue (per-host lists of JSON, 47-bit fingerprints in intset buckets, the host
 sets), scrapy-redis's through its PriorityQueue (one sorted set of serialised requests) and RFPDupeFilter
 (40-character SHA1 hex strings in one set), as a scrapy-redis spider queues them. Bytes per URL are
-`used_memory` after minus before, divided by the URLs queued. Target (issue 13): <= 150 bytes per URL.
+`used_memory` after minus before, divided by the URLs queued. Target (issue 27): <= 80 bytes per URL.
 
     python -m benchmarks.redis_frontier_memory [--urls 500000] [--hosts 10000]   # ~3 min (loaded), 6 at 1M
 """
@@ -25,7 +25,7 @@ from scheduler.redis_frontier import NewUrl, QueuedRequest, RedisFrontier
 from scheduler.redis_process import RedisProcess
 
 BATCH = 2000
-TARGET_BYTES = 150
+TARGET_BYTES = 80
 
 
 def urls(n: int, hosts: int) -> list[tuple[str, str]]:

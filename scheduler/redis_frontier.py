@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,16 +35,27 @@ UNSCORED = "unscored"  # key CLAIM adds to a host record: its fetched pages whos
 PARK_HORIZON_S = 600.0  # HOSTCRAWL_BACKOFF_MAX's default, as the SQLite frontier's park_horizon
 
 
+COMPACT_SCHEMES = {"|": "http", "!": "https"}  # a compact payload's scheme mark (QueuedRequest)
+COMPACT = re.compile(r"(\d{1,4})([|!])(/.*)", re.DOTALL)
+
+
 @dataclass(slots=True)
 class QueuedRequest:
-    """What a host's queue holds: JSON, never pickle."""
+    """What a host's queue holds, never pickle. Most URLs are plain links of the queue's own host, kept as
+    DEPTH, a scheme mark ('|' http, '!' https) and the path: `2|/a/b.html` (the host is the queue's name, so
+    an URL costs its path). Anything else (another origin, a port, kept meta, a discovery fetch) is JSON."""
 
     url: str
     depth: int
     meta: dict[str, Any]  # request meta a retry or redirect keeps (counts, URLs, reasons)
     discover: bool = False
 
-    def encode(self) -> str:
+    def encode(self, host: str = "") -> str:
+        if host and not self.meta and not self.discover:
+            for mark, scheme in COMPACT_SCHEMES.items():
+                origin = f"{scheme}://{host}"
+                if self.url.startswith(origin + "/"):
+                    return f"{self.depth}{mark}{self.url[len(origin) :]}"
         data: dict[str, Any] = {"u": self.url, "d": self.depth}
         if self.meta:
             data["m"] = self.meta
@@ -52,8 +64,12 @@ class QueuedRequest:
         return json.dumps(data, separators=(",", ":"), sort_keys=True)
 
     @classmethod
-    def decode(cls, raw: str) -> QueuedRequest | None:
+    def decode(cls, raw: str, host: str = "") -> QueuedRequest | None:
         """None for anything that is not one of ours: it is counted and skipped by the caller."""
+        compact = COMPACT.fullmatch(raw)
+        if compact is not None:
+            depth, mark, path = compact.groups()
+            return cls(f"{COMPACT_SCHEMES[mark]}://{host}{path}", int(depth), {}) if host else None
         try:
             data = json.loads(raw)
         except ValueError:
@@ -188,7 +204,7 @@ class RedisFrontier:
         for item in urls:
             bucket, member = dedup_key(item.request.url)
             flags = (1 if item.front else 0) | (2 if item.force else 0)
-            payload, priority = item.request.encode(), repr(float(item.priority))
+            payload, priority = item.request.encode(item.host), repr(float(item.priority))
             args += [item.host, bucket, member, payload, flags, priority, item.op]
         return args
 
@@ -216,7 +232,7 @@ class RedisFrontier:
                 record = {}
             record = record if isinstance(record, dict) else {}
             record[UNSCORED] = int(unscored)  # its pages other workers fetched, not recorded yet
-            requests = [QueuedRequest.decode(payload) for payload in window]
+            requests = [QueuedRequest.decode(payload, host) for payload in window]
             index = 0 if urgent == "1" else pick(host, record, requests, False)
             claimed = Claimed(str(lease_id), host, None, record)
             if index is None:

@@ -1,6 +1,7 @@
-"""A claim brings the claimed hosts' robots.txt only when this worker does not have it yet (or it changed):
-bodies of up to 500 KiB were read back from Redis on every claim of their host. Real redis-server and a real
-three-node Redis Cluster."""
+"""What a run costs Redis per claim and per queued URL. A claim brings the claimed hosts' robots.txt only
+when this worker does not have it yet (or it changed): bodies of up to 500 KiB were read back from Redis on
+every claim of their host. A plain link is queued as its path. Real redis-server and a real three-node Redis
+Cluster."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from redis_server import (
     redis_server_fixture,  # noqa: F401  (registers the fixture)
 )
 
-from scheduler.redis_frontier import RedisFrontier
+from scheduler.redis_frontier import NewUrl, QueuedRequest, RedisFrontier
 from scheduler.redis_politeness import PolitenessReader, politeness_fields
 
 RUNS = itertools.count()
@@ -61,3 +62,29 @@ def test_a_robots_txt_saved_without_a_digest_is_still_read(server: RedisServer) 
     reader = PolitenessReader(frontier.client, frontier.key("politeness"))
     assert reader.rows(["a.example"]) == [("a.example", "robots", {"body": "x"})]
     assert reader.rows(["a.example"]) == [("a.example", "robots", {"body": "x"})]
+
+
+def test_a_plain_link_is_queued_as_its_path_and_comes_back_whole(server: RedisServer) -> None:
+    """A queued URL of the queue's own host costs its path, not a JSON object with the whole URL; what is
+    not plain (another origin, kept meta, a discovery fetch) stays JSON. Each is claimed back as it went."""
+    frontier = RedisFrontier(server.client(), f"compact{next(RUNS)}", lease_seconds=30.0)
+    sent = [
+        QueuedRequest("http://a.example/section/article-1.html?x=1", 2, {}),
+        QueuedRequest("https://a.example/", 0, {}),
+        QueuedRequest("http://a.example:8080/other-port", 1, {}),
+        QueuedRequest("http://a.example/retried", 1, {"retry_times": 1}),
+        QueuedRequest("http://a.example/sitemap.xml", 0, {}, discover=True),
+    ]
+    assert frontier.enqueue([NewUrl("a.example", r) for r in sent]) == [None] * len(sent)
+    stored = frontier.client.lrange(frontier.key("q:a.example"), 0, -1)
+    assert "2|/section/article-1.html?x=1" in stored and "0!/" in stored
+    assert sum(payload.startswith("{") for payload in stored) == 3
+    got = []
+    for _ in sent:
+        (claimed,) = frontier.claim(1, "w0", budget=0, pick=lambda host, record, requests, urgent: 0)
+        assert claimed.request is not None, claimed.skipped
+        got.append(claimed.request)
+        frontier.fetch_ended(claimed.lease_id, 0.0, True)
+        frontier.done(claimed.lease_id, "w0")
+    assert sorted(got, key=lambda r: r.url) == sorted(sent, key=lambda r: r.url)
+    assert QueuedRequest.decode("2|/a") is None  # a compact payload means nothing without its host
