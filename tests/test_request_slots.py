@@ -11,6 +11,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 from hostcrawl_cli import hostcrawl
+from redis_server import (
+    RedisServer,
+    redis_server_fixture,  # noqa: F401  (registers the fixture)
+)
 
 from crawler.bench.audit import audit_test_web
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
@@ -37,7 +41,16 @@ def most_in_flight(log: pl.DataFrame) -> int:
     return peak
 
 
-def test_a_wide_crawl_keeps_to_its_concurrency_and_hands_waiting_pages_back(tmp_path: Path) -> None:
+@pytest.mark.parametrize("frontier", ["sqlite", "redis"])
+def test_a_wide_crawl_keeps_to_its_concurrency_and_hands_waiting_pages_back(
+    tmp_path: Path, frontier: str, request: pytest.FixtureRequest
+) -> None:
+    """On both frontiers: a Redis worker's host is handed back to Redis, which must not hand it out again
+    before its delay (each claim restores the host's timing; a gate that read it would hand back for ever)."""
+    extra: tuple[str, ...] = ()
+    if frontier == "redis":
+        server: RedisServer = request.getfixturevalue("redis_server")
+        extra = ("--frontier", server.url, "--run", f"slots{tmp_path.name}", "--worker-id", "w0")
     web_config = TestWebConfig(n_hosts=HOSTS, seed=3, latency_s=LATENCY_S, hostile_share=0.0)
     web_dir, run_dir = tmp_path / "web", tmp_path / "run"
     with TestWebProcess(web_config, web_dir) as web:
@@ -47,7 +60,7 @@ def test_a_wide_crawl_keeps_to_its_concurrency_and_hands_waiting_pages_back(tmp_
             "crawl", "--seeds", str(seeds), "--out", str(run_dir), "--proxy", web.proxy_url,
             "--allow-private", "--min-delay", str(MIN_DELAY), "--max-pages", str(HOSTS),
             "--concurrency", str(CONCURRENCY), "--policy", "bfs", "--user-agent", USER_AGENT,
-            "--no-progress",
+            "--no-progress", *extra, timeout=180,
         )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     log, audit = audit_test_web(web_dir, SiteModel(web_config), MIN_DELAY, USER_AGENT, USER_AGENT)

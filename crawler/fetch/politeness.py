@@ -105,6 +105,12 @@ class Politeness:
         downloader = self.crawler.engine.downloader if self.crawler.engine else None
         return None if downloader is None else downloader.slots.get(key)
 
+    def send_wait(self, key: str) -> float:
+        """Seconds before the downloader would send the host's next request (its slot's delay since the
+        last send, moved by `fetch_ended`); 0 for a host it has no slot for yet."""
+        slot = self._slot(key)
+        return 0.0 if slot is None else slot.lastseen + slot.download_delay() - time.monotonic()
+
     def robots_parsed(self, robotparser: Any, request: Request) -> None:
         self.set_crawl_delay(urlparse_cached(request).hostname or "", robotparser.crawl_delay())
 
@@ -289,9 +295,10 @@ class HostReadyGate:
     def process_request(self, request: Request, spider: Any = None) -> Request | None:
         if self.politeness is None or LEASE_META not in request.meta:  # not the frontier's own request
             return None
+        # the downloader's own clock for the host, not Politeness.ready_at: in a distributed run every claim
+        # restores the host's timing, which moves ready_at a full delay ahead (for a resume, on purpose)
         key = request.meta.get("download_slot") or urlparse_cached(request).hostname or ""
-        state = self.politeness.hosts.get(key)
-        if state is None or state.ready_at - time.monotonic() <= HAND_BACK_S:
+        if self.politeness.send_wait(key) <= HAND_BACK_S:
             return None
         self.crawler.stats.inc_value("politeness/handed_back")
         return request.replace(dont_filter=True)
