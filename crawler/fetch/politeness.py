@@ -44,6 +44,11 @@ HAND_BACK_S = 0.25
 NETWORK_FAILURES = frozenset({"timeout", "connection_lost", "connection_refused"})
 
 
+def slot_key(request: Request) -> str:
+    """The downloader slot a request goes through, and the key of its host's politeness state."""
+    return str(request.meta.get("download_slot") or urlparse_cached(request).hostname or "")
+
+
 def parse_retry_after(value: bytes | str | None, now: float | None = None) -> float | None:
     """Seconds to wait from a Retry-After header (delta-seconds or HTTP-date); None if absent/bad."""
     if value is None:
@@ -145,7 +150,7 @@ class Politeness:
         self, request: Request, response: Response | None, error: BaseException | None = None
     ) -> None:
         """Counts the host's delay from the end of a fetch, so a lagging reactor can't shorten it."""
-        key = request.meta.get("download_slot") or urlparse_cached(request).hostname or ""
+        key = slot_key(request)
         state = self.host(key)
         wait = state.delay
         # robots.txt has its own attempt limit (robots_policy.py): it backs off, trips no breaker
@@ -297,7 +302,7 @@ class HostReadyGate:
             return None
         # the downloader's own clock for the host, not Politeness.ready_at: in a distributed run every claim
         # restores the host's timing, which moves ready_at a full delay ahead (for a resume, on purpose)
-        key = request.meta.get("download_slot") or urlparse_cached(request).hostname or ""
+        key = slot_key(request)
         if self.politeness.send_wait(key) <= HAND_BACK_S:
             return None
         self.crawler.stats.inc_value("politeness/handed_back")
