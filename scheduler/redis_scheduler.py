@@ -179,7 +179,7 @@ class RedisHostScheduler(HostScheduler):
 
     def _take(self, claimed: list[Claimed], rows: list[tuple[str, str, dict[str, Any]]]) -> None:
         if rows:  # what other workers learnt of these hosts: robots.txt, Crawl-delay, backoff
-            self.crawler.signals.send_catch_log(signal=politeness_restored, rows=rows)
+            self.crawler.signals.send_catch_log(signal=politeness_restored, rows=rows, claimed=True)
         self.inbox.extend(claimed)
         self._nudge()
 

@@ -55,7 +55,8 @@ host_discovered = object()
 # Sent by the crawler's politeness components when a host's state changed: host=..., part=str, state=dict
 # (JSON-able, wall-clock times); stored in the frontier, committed with the next page.
 politeness_changed = object()
-# Sent by this scheduler on open, with what a previous run stored: rows=[(host, part, state), ...]
+# Sent by this scheduler on open, with what a previous run stored: rows=[(host, part, state), ...]; and by
+# a distributed worker with each claim (claimed=True), with what the run's workers stored of those hosts
 politeness_restored = object()
 # Sent by whatever the disk refuses a write (full, read-only, over quota; the WARC, the sinks, the
 # frontier itself): where=path, error=str. The frontier commits nothing more, so the run on disk stays

@@ -121,9 +121,11 @@ class Politeness:
 
     def set_crawl_delay(self, host: str, crawl_delay: float | None) -> None:
         stats = self.crawler.stats
-        if crawl_delay is None:
-            return
         state = self.host(host)
+        downloader = self.crawler.engine.downloader if self.crawler.engine else None
+        applied = host in self.too_slow or (downloader is not None and host in downloader.per_slot_settings)
+        if crawl_delay is None or (crawl_delay == state.crawl_delay and applied):
+            return  # nothing new: a distributed worker restores it with every claim
         state.crawl_delay = crawl_delay
         if crawl_delay > self.max_crawl_delay:
             self.too_slow.add(host)
@@ -134,7 +136,6 @@ class Politeness:
         stats.inc_value("robotstxt/crawl_delay")
         state.delay = max(self.min_delay, crawl_delay)
         self._announce(host, state, max(state.ready_at, state.last_end + state.delay))
-        downloader = self.crawler.engine.downloader if self.crawler.engine else None
         if downloader is None:
             return
         downloader.per_slot_settings[host] = {
@@ -163,10 +164,7 @@ class Politeness:
             wait = self._network_failure(key, state, failure_reason(error), count=not robots)
         state.last_end = time.monotonic()
         self._announce(key, state, state.last_end + wait)
-        slot = self._slot(key)
-        if slot is not None:
-            # the slot sends its next request at lastseen + delay; make that now + wait
-            slot.lastseen = max(slot.lastseen, time.monotonic() + wait - slot.delay)
+        self._hold_slot(key, state.last_end + wait)
 
     def _backoff(self, host: str, state: HostPoliteness, response: Response, breaker: bool = True) -> float:
         stats = self.crawler.stats
@@ -215,9 +213,12 @@ class Politeness:
         }
         self.crawler.signals.send_catch_log(signal=politeness_changed, host=host, part="timing", state=saved)
 
-    def restore(self, rows: list[tuple[str, str, dict[str, Any]]]) -> None:
-        """A resumed run: each host waits as long as it would have (at least its delay from now), with its
-        Crawl-delay and backoff; it is not sent robots.txt again (robots_policy.py restores that)."""
+    def restore(self, rows: list[tuple[str, str, dict[str, Any]]], claimed: bool = False) -> None:
+        """Each host's saved Crawl-delay, backoff and next allowed fetch; robots.txt is restored by
+        robots_policy.py. A resumed run waits at least a full delay from now (the last fetch before the stop
+        may not have been stored). A claim (`claimed`: a distributed worker took hosts from the shared
+        frontier, which hands out only hosts whose time has come) takes the saved time as it is, or this
+        worker's own if that is later."""
         offset = time.monotonic() - time.time()
         for host, part, saved in rows:
             if part != "timing":
@@ -226,10 +227,20 @@ class Politeness:
             state.failures = int(saved.get("failures", 0))
             state.network_failures = int(saved.get("network_failures", 0))
             self.set_crawl_delay(host, saved.get("crawl_delay"))
-            # at least a full delay from now: the last fetch before the stop may not have been stored
+            saved_ready = float(saved.get("ready_at", 0.0)) + offset
+            if claimed:
+                if saved_ready > state.ready_at:  # another worker fetched or backed it off since
+                    self._announce(host, state, saved_ready)
+                    self._hold_slot(host, saved_ready)
+                continue
             state.last_end = time.monotonic()
-            ready_at = max(float(saved.get("ready_at", 0.0)) + offset, state.last_end + state.delay)
-            self._announce(host, state, ready_at)
+            self._announce(host, state, max(saved_ready, state.last_end + state.delay))
+
+    def _hold_slot(self, key: str, ready_at: float) -> None:
+        """The downloader sends the host's next request no earlier than `ready_at` (monotonic)."""
+        slot = self._slot(key)
+        if slot is not None:  # the slot sends its next request at lastseen + delay
+            slot.lastseen = max(slot.lastseen, ready_at - slot.delay)
 
     def is_too_slow(self, host: str) -> bool:
         return host in self.too_slow

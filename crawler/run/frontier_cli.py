@@ -180,16 +180,18 @@ class RunStatusPage:
         return self.latest
 
     def refresh(self) -> None:
+        while not self.stopping.wait(REFRESH_S):
+            self.refresh_once()
+
+    def refresh_once(self) -> None:
         import redis
 
         from crawler.monitor.frontier_status import run_snapshot
 
-        while not self.stopping.is_set():
-            try:
-                self.latest = run_snapshot(self.frontier, self.curve)
-            except redis.RedisError as exc:  # Redis away: the page shows the last snapshot, marked so
-                self.latest = {**self.latest, "frontier_error": str(exc)}
-            self.stopping.wait(REFRESH_S)
+        try:
+            self.latest = run_snapshot(self.frontier, self.curve)
+        except redis.RedisError as exc:  # Redis away: the page shows the last snapshot, marked so
+            self.latest = {**self.latest, "frontier_error": str(exc)}
 
 
 def serve(frontier: Any, bind: str, port: int) -> int:
@@ -197,6 +199,7 @@ def serve(frontier: Any, bind: str, port: int) -> int:
 
     check_listen(bind, port)
     page = RunStatusPage(frontier)
+    page.refresh_once()  # the first request gets the run, not {"state": "starting"}
     httpd = listen(bind, port)
     httpd.owner = page  # type: ignore[assignment]
     threading.Thread(target=page.refresh, name="hostcrawl-run-status", daemon=True).start()
