@@ -69,10 +69,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--budget", type=int, default=3000, help="rate: pages (3000)")
     parser.add_argument("--budget-share", type=float, default=0.1, help="yield: share of all pages (0.1)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--concurrency", type=int, default=32, help="each worker's --concurrency (32)")
+    parser.add_argument(
+        "--wide-process",
+        action="store_true",
+        help="yield: also one process at N x --concurrency (as many pages in flight as the N workers), "
+        "to tell what the workers' sharing costs from what their extra pages in flight cost",
+    )
     args = parser.parse_args(argv)
     workers = args.workers or (2 if args.kind == "rate" else 3)
     hosts = args.hosts or (300 if args.kind == "rate" else 200)
     extra = ["--cleaner", "none", "--policy", "bfs"] if args.kind == "rate" else ["--policy", "adaptive"]
+    extra += ["--concurrency", str(args.concurrency)]
     with tempfile.TemporaryDirectory() as tmp, RedisProcess(Path(tmp) / "redis", persist=False) as server:
         base = Path(tmp)
         with TestWebProcess(TestWebConfig(n_hosts=hosts, seed=args.seed), base / "web") as web:
@@ -89,6 +97,14 @@ def main(argv: list[str] | None = None) -> None:
             hq = grade(run, truth, budget)["hq_per_fetch"]
             rate = fetched(run) / wall
             print(f"  one process: {wall:6.1f} s, {rate:6.1f} pages/s, {hq:.3f} hq/fetch (SQLite frontier)")
+            if args.wide_process and args.kind == "yield":
+                run = base / "yield-one-process-wide"
+                wide = [*extra[:-1], str(args.concurrency * workers)]
+                wall = run_workers(1, web, None, run, budget, wide)
+                hq_wide = grade(run, truth, budget)["hq_per_fetch"]
+                print(f"  one process at concurrency {args.concurrency * workers}: {wall:6.1f} s, "
+                      f"{fetched(run) / wall:6.1f} pages/s, {hq_wide:.3f} hq/fetch "
+                      f"({hq_wide / hq:.3f}x the one process)", flush=True)  # fmt: skip
             for n in (1, workers):
                 run = base / f"{args.kind}-{n}"
                 wall = run_workers(n, web, server, run, budget, extra)

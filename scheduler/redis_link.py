@@ -80,8 +80,8 @@ def tell(line: str) -> None:
 
 
 def _coalesce(ops: list[Op]) -> list[Op]:
-    """Runs of enqueue operations (a page's links, one op each) as one ENQUEUE call of up to ENQUEUE_BATCH
-    URLs, in order: one script run per batch instead of one per link."""
+    """Runs of enqueue operations (pages' links, redirects, retries) as one ENQUEUE call of up to
+    ENQUEUE_BATCH URLs, in order: one script run per batch instead of one per operation."""
     out: list[Op] = []
     for op in ops:
         last = out[-1] if out else None

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
@@ -38,7 +40,7 @@ from scheduler.redis_frontier import (
     QueuedRequest,
     RedisFrontier,
 )
-from scheduler.redis_link import RedisLink, tell
+from scheduler.redis_link import ENQUEUE_BATCH, RedisLink, tell
 from scheduler.scrapy_scheduler import (
     DISCOVER_META,
     KEPT_META,
@@ -62,6 +64,13 @@ FAILED_STAT = "frontier/redis_failed"  # why Redis could not go on being the fro
 INBOX = 8  # claimed leases waiting for the downloader, at most (claims are 50 ms apart)
 
 
+def _call_from_thread(f: Callable[..., Any], *args: Any) -> None:
+    """Runs f(*args) on the reactor's thread, from the link thread."""
+    from twisted.internet import reactor
+
+    reactor.callFromThread(f, *args)
+
+
 class RedisHostScheduler(HostScheduler):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
@@ -76,6 +85,10 @@ class RedisHostScheduler(HostScheduler):
         )
         self.grouped: set[str] = set()  # hosts whose domain group this worker has told Redis
         self.inbox: list[Claimed] = []
+        # claimed by the link thread, not yet in the inbox (it reaches the reactor a turn later)
+        self.in_transit = 0
+        self.transit_lock = threading.Lock()
+        self.to_reactor: Callable[..., Any] = _call_from_thread
         self.leases: dict[int, Lease] = {}  # handed to Scrapy, not yet recorded
         self.claimed_records: dict[int, HostRecord] = {}  # the host as it was when leased, until fetched
         self.fetching = 0
@@ -153,9 +166,12 @@ class RedisHostScheduler(HostScheduler):
     def _want(self) -> int:
         """Leases to claim now: few beyond what the downloader can start (a claimed host waits for us),
         and none beyond `max_unscored` pages of this worker leased and unscored (see FrontierLimits)."""
-        want = max(0, min(self.slots - self.fetching, INBOX) - len(self.inbox))
-        room = self.pipe.room(len(self.leases) + len(self.inbox), time.monotonic())
+        want = max(0, min(self.free_slots(), INBOX) - len(self.inbox) - self.in_transit)
+        room = self.pipe.room(len(self.leases) + len(self.inbox) + self.in_transit, time.monotonic())
         return want if room < 0 else min(want, room)
+
+    def pages_in_flight(self) -> int:
+        return self.fetching
 
     def _count_in_link(self, key: str) -> None:
         self.link.state.counts[key] += 1  # the link thread's counters reach the stats at close
@@ -173,11 +189,13 @@ class RedisHostScheduler(HostScheduler):
         }
 
     def _claimed(self, claimed: list[Claimed], rows: list[tuple[str, str, dict[str, Any]]]) -> None:
-        from twisted.internet import reactor
-
-        reactor.callFromThread(self._take, claimed, rows)
+        with self.transit_lock:
+            self.in_transit += len(claimed)
+        self.to_reactor(self._take, claimed, rows)
 
     def _take(self, claimed: list[Claimed], rows: list[tuple[str, str, dict[str, Any]]]) -> None:
+        with self.transit_lock:
+            self.in_transit -= len(claimed)
         if rows:  # what other workers learnt of these hosts: robots.txt, Crawl-delay, backoff
             self.crawler.signals.send_catch_log(signal=politeness_restored, rows=rows, claimed=True)
         self.inbox.extend(claimed)
@@ -189,6 +207,10 @@ class RedisHostScheduler(HostScheduler):
         if self.link.state.failure is not None and not self.frozen:
             self._stop_for(self.link.state.failure)
         if self.frozen:  # stopping: the claimed leases go back to the run at close
+            return None
+        # _want bounds the claims, but from the link thread: leases it claimed reach the inbox a reactor
+        # turn later, so a busy reactor could see more in the inbox than free slots (5 in flight at 4)
+        if self.free_slots() <= 0:
             return None
         while self.inbox:
             claimed = self.inbox.pop(0)
@@ -247,33 +269,59 @@ class RedisHostScheduler(HostScheduler):
         if self._redirect_loop(request, old):
             return False
         url = canonical(request.url)
-        host = (urlsplit(url).hostname or "").lower()
         redirect = old is not None and url != canonical(old.url)
         force = request.dont_filter and not redirect
-        reason = None if host else "no_host"
-        if reason is None and not force:
-            reason = self.guard.reason(url) and f"trap/{self.guard.reason(url)}"
-        if reason is not None:
-            self.stats.inc_value(f"frontier/dropped/{reason}")
-            return False
         kept = {k: request.meta[k] for k in KEPT_META if k in request.meta}
         discover = bool(request.meta.get(DISCOVER_META))
+        front = (old is not None or discover) and not request.meta.get(LATER_META)
+        queued = QueuedRequest(url, int(request.meta.get("depth", 0)), kept, discover)
+        new = self._new_url(queued, front, force, {})
+        if isinstance(new, str):
+            self.stats.inc_value(f"frontier/dropped/{new}")
+            return False
+        self.link.send("enqueue", [new])
+        if redirect:
+            self.stats.inc_value("redirect/followed")
+        return True
+
+    def enqueue_links(self, urls: list[str], depth: int) -> None:
+        """A page's links (links_found): one ENQUEUE for them all, each host ranked once."""
+        ranks: dict[str, float] = {}
+        batch: list[NewUrl] = []
+        for url in urls:
+            new = self._new_url(QueuedRequest(canonical(url), depth, {}, False), False, False, ranks)
+            if isinstance(new, str):
+                self.stats.inc_value(f"frontier/dropped/{new}")
+            else:
+                batch.append(new)
+        for start in range(0, len(batch), ENQUEUE_BATCH):  # one script run each (redis_link.py)
+            self.link.send("enqueue", batch[start : start + ENQUEUE_BATCH])
+
+    def _new_url(
+        self, queued: QueuedRequest, front: bool, force: bool, ranks: dict[str, float]
+    ) -> NewUrl | str:
+        """What ENQUEUE sends for a canonical URL, or why it is not queued (a stats reason). `ranks`
+        holds the ranks of hosts already seen in this batch."""
+        url = queued.url
+        host = (urlsplit(url).hostname or "").lower()
+        if not host:
+            return "no_host"
+        trap = None if force else self.guard.reason(url)
+        if trap:
+            return f"trap/{trap}"
         if host not in self.grouped:  # its politeness groups reach Redis before its first URL does
             self.grouped.add(host)
             self.link.send("join", host, domain_group(host))
             self.crawler.signals.send_catch_log(signal=host_discovered, host=host)  # (its address, if known)
         self.shared.seq += 1
-        record = HostRecord(host, budget=self.limits.per_host_budget)
-        record.queue.append(QueuedUrl(url, int(request.meta.get("depth", 0)), self.shared.seq))
-        apply_prior(record, None if self.priors is None else self.priors.lookup(host))
-        rank, _ = self.shared.rank(record)  # a host new to the run is unjudged (see SharedPolicy._rank)
-        rank = UNRANKED if rank is None else rank
-        queued = QueuedRequest(url, int(request.meta.get("depth", 0)), kept, discover)
-        front = (old is not None or discover) and not request.meta.get(LATER_META)
-        self.link.send("enqueue", [NewUrl(host, queued, front, force, rank)])
-        if redirect:
-            self.stats.inc_value("redirect/followed")
-        return True
+        rank = ranks.get(host)
+        if rank is None:
+            record = HostRecord(host, budget=self.limits.per_host_budget)
+            record.queue.append(QueuedUrl(url, queued.depth, self.shared.seq))
+            apply_prior(record, None if self.priors is None else self.priors.lookup(host))
+            ranked, _ = self.shared.rank(record)  # a host new to the run is unjudged (SharedPolicy._rank)
+            rank = ranks[host] = UNRANKED if ranked is None else ranked
+        return NewUrl(host, queued, front, force, rank)
 
     # -- results ------------------------------------------------------------------------------------
 

@@ -58,6 +58,10 @@ politeness_changed = object()
 # Sent by this scheduler on open, with what a previous run stored: rows=[(host, part, state), ...]; and by
 # a distributed worker with each claim (claimed=True), with what the run's workers stored of those hosts
 politeness_restored = object()
+# Sent by the spider with a page's links, already filtered as its links (depth, length, --allow/--deny):
+# urls=[absolute URL, ...], depth=their depth. The frontier queues them in one go: as a Scrapy Request each,
+# a link went through the spider middlewares, the engine and a signal of its own (crawler/fetch/spider.py).
+links_found = object()
 # Sent by whatever the disk refuses a write (full, read-only, over quota; the WARC, the sinks, the
 # frontier itself): where=path, error=str. The frontier commits nothing more, so the run on disk stays
 # as it was at the last page committed, and the crawl stops: `--resume` goes on from there.
@@ -119,6 +123,7 @@ class HostScheduler:
         crawler.signals.connect(self.host_blocked, signal=host_blocked)
         crawler.signals.connect(self.host_address, signal=host_address)
         crawler.signals.connect(self.politeness_changed, signal=politeness_changed)
+        crawler.signals.connect(self.enqueue_links, signal=links_found)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -231,6 +236,13 @@ class HostScheduler:
             self.stats.inc_value("redirect/followed")
         return True
 
+    def enqueue_links(self, urls: list[str], depth: int) -> None:
+        """A page's links (links_found), each queued as `enqueue_request` queues a new link."""
+        assert self.frontier is not None
+        for url in urls:
+            reason = self.frontier.add(url, depth)
+            self.stats.inc_value("frontier/enqueued" if reason is None else f"frontier/dropped/{reason}")
+
     def _redirect_loop(self, request: Request, old: Lease | None) -> bool:
         """A redirect back to a URL of its own chain (itself, an empty Location, around a loop): not
         queued, counted (both schedulers)."""
@@ -248,12 +260,21 @@ class HostScheduler:
             return "host_budget"
         return None
 
+    def pages_in_flight(self) -> int:
+        """Pages handed to the downloader whose fetch has not ended."""
+        return 0 if self.frontier is None else self.frontier.in_flight
+
+    def free_slots(self) -> int:
+        """Pages the crawl may hand out now: `--concurrency` less those in flight. The rest of Scrapy's
+        slots are for the robots.txt and tdmrep.json fetches of hosts whose pages wait for them."""
+        return self.slots - self.pages_in_flight()
+
     def next_request(self) -> Request | None:
         assert self.frontier is not None
         if self.frozen:  # stopping: what is left stays queued for the resume
             return None
-        if self.frontier.in_flight >= self.slots:  # the rest of Scrapy's slots are for robots.txt and
-            return None  # tdmrep.json fetches of hosts whose pages wait for them
+        if self.free_slots() <= 0:
+            return None
         lease = self.frontier.next()
         if lease is None:
             self._wake_when_ready()

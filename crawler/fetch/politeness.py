@@ -311,8 +311,8 @@ class HostReadyGate:
     def process_request(self, request: Request, spider: Any = None) -> Request | None:
         if self.politeness is None or LEASE_META not in request.meta:  # not the frontier's own request
             return None
-        # the downloader's own clock for the host, not Politeness.ready_at: in a distributed run every claim
-        # restores the host's timing, which moves ready_at a full delay ahead (for a resume, on purpose)
+        # the downloader's own clock for the host (its slot's last send and delay, which fetch_ended and a
+        # claim's restore move): what decides when this request would really be sent
         key = slot_key(request)
         if self.politeness.send_wait(key) <= HAND_BACK_S:
             return None

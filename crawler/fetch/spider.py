@@ -6,6 +6,7 @@ import itertools
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,6 +22,7 @@ from crawler.archive.revisit import REVISIT_META
 from crawler.archive.warc_capture import FETCHED_AT_META, WARC_ID_META, WARC_LOCATION_META, WARC_STATUS_META
 from crawler.fetch.directives import TDM_HEADER, PageDirectives, page_directives, product_token
 from crawler.fetch.failures import failure_reason
+from crawler.fetch.link_gate import LinkGate
 from crawler.fetch.shutdown import StopCancelled
 from crawler.fetch.tdmrep import RESERVED_META
 from scheduler.scrapy_scheduler import DISCOVER_META, LEASE_META, POLICY_META
@@ -82,6 +84,10 @@ class HostSpider(scrapy.Spider):
         self.seeds = seeds
         self.follow_cross_host = follow_cross_host
         self.links = LinkExtractor(tags=("a", "area"), attrs=("href",), unique=True)
+
+    @cached_property
+    def link_gate(self) -> LinkGate:
+        return LinkGate(self.crawler)
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
         for url in self.seeds:
@@ -188,26 +194,35 @@ class HostSpider(scrapy.Spider):
         return body
 
     def follow(self, response: TextResponse, page_nofollow: bool = False) -> Iterator[scrapy.Request]:
-        """The page's links, minus rel=nofollow ones; none at all from a page that asks for nofollow."""
+        """The page's links, minus rel=nofollow ones; none at all from a page that asks for nofollow.
+        They go to the frontier in one batch (links_found); a Request each only to a scheduler that does
+        not take batches (`--policy scrapy`), through the spider middlewares as any request."""
         host = urlparse_cached(response).hostname
         links = self.links.extract_links(response)
+        stats = self.crawler.stats
         if page_nofollow:
-            self.crawler.stats.inc_value("links/skipped/nofollow_page", len(links))
+            stats.inc_value("links/skipped/nofollow_page", len(links))
             return
         cap = self.crawler.settings.getint("HOSTCRAWL_MAX_LINKS_PER_PAGE", MAX_LINKS_PER_PAGE)
         if len(links) > cap:  # 100,000 links on one page would flood the frontier with one page's view
-            self.crawler.stats.inc_value("links/skipped/over_page_cap", len(links) - cap)
+            stats.inc_value("links/skipped/over_page_cap", len(links) - cap)
             links = links[:cap]
+        urls = []
         for link in links:
             if link.nofollow:
-                self.crawler.stats.inc_value("links/skipped/nofollow_rel")
+                stats.inc_value("links/skipped/nofollow_rel")
                 continue
             parts = urlsplit(link.url)
             if parts.scheme not in ("http", "https"):
                 continue
             if not self.follow_cross_host and parts.hostname != host:
                 continue
-            yield scrapy.Request(link.url, callback=self.parse, errback=self.failed)
+            urls.append(link.url)
+        depth = int(response.meta.get("depth", 0)) + 1
+        if self.link_gate.enqueue(urls, depth):
+            return
+        for url in urls:
+            yield scrapy.Request(url, callback=self.parse, errback=self.failed)
 
     def failed(self, failure: Failure) -> Iterator[dict[str, Any]]:
         if isinstance(failure.value, StopCancelled):  # never sent: its lease stays open for a resume
