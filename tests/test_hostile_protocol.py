@@ -156,7 +156,7 @@ def test_protocol_level_hostility_is_counted_bounded_and_archived(raw: RawServer
 
     # politeness from the server's side: every host is on one address, so one request at a time (each
     # answer of up to 64 KiB is held 0.1 s before it is written: a second request meanwhile would show).
-    # A host's tdmrep.json, fetched once its first page's answer is in, is sent under that page's lease.
+    # A host's tdmrep.json, fetched before its first page is sent, goes out under that page's lease.
     assert not raw.overlaps, raw.overlaps
 
     # every record of the WARC reads back, and none is left open

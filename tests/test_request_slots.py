@@ -82,3 +82,8 @@ def test_a_wide_crawl_keeps_to_its_concurrency_and_hands_waiting_pages_back(
     assert pages["url"].n_unique() == pages.height == stats["frontier/fetched"] == HOSTS
     served = log.filter(~pl.col("path").is_in(["/robots.txt", "/.well-known/tdmrep.json"]))
     assert served.group_by("host", "path").len()["len"].max() == 1
+    # a host's tdmrep.json goes out before its first page, which waits for it holding no request slot (it
+    # used to be fetched after that page, whose slot then waited through the host's delay and the fetch)
+    firsts = log.sort("ts_start").group_by("host", maintain_order=True).agg(pl.col("path").head(3))
+    order = {row["host"]: row["path"] for row in firsts.iter_rows(named=True)}
+    assert all(paths[:2] == ["/robots.txt", "/.well-known/tdmrep.json"] for paths in order.values()), order

@@ -1,10 +1,16 @@
 """A host's /.well-known/tdmrep.json (W3C TDMRep), fetched at most once per host and cached, like
 robots.txt: through the downloader, so the host's slot, delay and robots.txt apply to it as to any page.
 
-It is fetched when the host's first HTML page has arrived (only pages can be curated, so a host that
-never serves one costs nothing), and that page waits for it; every later page of the host is matched
-against the cached rules. A missing, unreadable or unreachable file reserves nothing (TDMRep: the
-origin then does not implement the protocol); each outcome is counted under `tdmrep/`.
+A page the frontier hands out for a host whose tdmrep.json is not known yet fetches it first, once the
+host is ready (HostReadyGate, just before, has seen to that), so it goes out at once. The page keeps its
+lease meanwhile (its host and address have one request at a time), and is then handed back to the
+frontier while its host rests from that fetch, as after robots.txt: no request slot waits out a delay.
+(It used to be fetched after the host's first HTML page, which held its slot through the host's delay
+and the fetch: half the slots of a wide crawl at 64 in flight, benchmarks/network_bound.py.) A request
+the frontier did not hand out (Scrapy's own scheduler) still fetches it when its first HTML page has
+arrived, and waits for it. Every later page of the host is matched against the cached rules. A missing,
+unreadable or unreachable file reserves nothing (TDMRep: the origin then does not implement the
+protocol); each outcome is counted under `tdmrep/`.
 """
 
 from __future__ import annotations
@@ -21,8 +27,9 @@ from twisted.internet.defer import Deferred
 
 from crawler.fetch.directives import TdmRule, parse_tdmrep, tdm_reserved
 from crawler.fetch.failures import failure_reason
+from crawler.fetch.politeness import HostReadyGate
 from crawler.fetch.shutdown import StopCancelled
-from scheduler.scrapy_scheduler import DISCOVER_META, politeness_changed, politeness_restored
+from scheduler.scrapy_scheduler import DISCOVER_META, LEASE_META, politeness_changed, politeness_restored
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -54,6 +61,7 @@ class TdmRepPolicy:
         self.stats = crawler.stats
         self.rules: dict[str, list[TdmRule]] = {}
         self.waiting: dict[str, list[Deferred[list[TdmRule]]]] = {}
+        self.ready_gate = HostReadyGate(crawler)  # the page goes back while its host rests from the fetch
         crawler.signals.connect(self.restore, signal=politeness_restored)
 
     def restore(self, rows: list[tuple[str, str, dict[str, Any]]]) -> None:
@@ -74,6 +82,14 @@ class TdmRepPolicy:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
+
+    async def process_request(self, request: Request, spider: Any = None) -> Request | None:
+        if LEASE_META not in request.meta or not is_page(request):
+            return None
+        if urlparse_cached(request).netloc in self.rules:
+            return None
+        await self.host_rules(request)
+        return self.ready_gate.process_request(request)
 
     async def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
         content_type = (response.headers.get(b"Content-Type") or b"").lower()
@@ -106,7 +122,10 @@ class TdmRepPolicy:
         return rules
 
     async def _fetch(self, url: str, netloc: str) -> list[TdmRule]:
-        request = Request(url, meta={TDMREP_META: True}, callback=NO_CALLBACK)
+        # not retried: a retry would wait out the host's backoff (an hour, for `429 Retry-After: 3600`) in
+        # the downloader while the page holds its lease, and with it every host on its address; the page
+        # goes back to the frontier instead, and an unavailable file reserves nothing
+        request = Request(url, meta={TDMREP_META: True, "dont_retry": True}, callback=NO_CALLBACK)
         self.stats.inc_value("tdmrep/requested")
         try:
             assert self.crawler.engine is not None

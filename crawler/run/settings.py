@@ -26,7 +26,7 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.fetch.robots_policy.RobotsPolicy": 100,
     "crawler.fetch.politeness.CrawlDelayGate": 110,  # right after robots.txt is known
     "crawler.fetch.politeness.HostReadyGate": 115,  # a host that must wait frees the request slot
-    "crawler.fetch.tdmrep.TdmRepPolicy": 120,  # a host's tdmrep.json, once, when its first page arrives
+    "crawler.fetch.tdmrep.TdmRepPolicy": 120,  # a host's tdmrep.json, once, before its first page is sent
     "crawler.fetch.redirect_targets.RedirectSchemeGuard": 605,  # sees a 3xx before RedirectMiddleware (600)
     "crawler.fetch.routing.ProxyEverything": 745,
     "crawler.fetch.failures.FailureCounter": 940,  # every failed attempt, also those retried later
