@@ -339,6 +339,9 @@ def cmd_study(args: argparse.Namespace) -> int:
     except (SchemaError, InputError) as exc:
         _say(f"error: {exc}")
         return EXIT_USAGE
+    except duckdb.OutOfMemoryException as exc:
+        _say(db.out_of_memory(exc) or str(exc))
+        return EXIT_USAGE
     except (KeyboardInterrupt, duckdb.InterruptException, RuntimeError) as exc:  # Ctrl-C inside a query too
         if not db.interrupted(exc):
             raise

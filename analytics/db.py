@@ -9,16 +9,43 @@ from typing import Any
 
 import duckdb
 
-# Leaves head-room under the 4 GB budget of the coverage study; DuckDB spills to disk beyond it.
-DEFAULT_MEMORY_LIMIT = "2GB"
 MEMORY_ENV = "HOSTCRAWL_DUCKDB_MEMORY"
 THREADS_ENV = "HOSTCRAWL_DUCKDB_THREADS"
+
+
+def default_memory_limit() -> str:
+    """A quarter of the machine's memory, between 2 and 4 GB; DuckDB spills joins and sorts beyond it. At
+    Common Crawl's size (100M host-index rows, benchmarks/studies_at_scale.py) `study coverage` needs 4 GB:
+    its per-bin quantiles cannot spill, and 2 GB ran out of memory. 4 GB keeps the coverage study's RSS
+    near 4.6 GB there; a machine with less than 16 GB gets less and may have to raise it."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return "2GB"
+    return f"{min(4, max(2, total // 4 // 2**30))}GB"
+
+
+DEFAULT_MEMORY_LIMIT = default_memory_limit()
+
+
+def memory_limit() -> str:
+    return os.environ.get(MEMORY_ENV, DEFAULT_MEMORY_LIMIT)
+
+
+def out_of_memory(exc: BaseException) -> str | None:
+    """The one line to print when DuckDB ran out of its memory limit (None for any other error)."""
+    if not isinstance(exc, duckdb.OutOfMemoryException):
+        return None
+    return (
+        f"error: DuckDB ran out of its memory limit ({memory_limit()}): set {MEMORY_ENV} higher "
+        f"(e.g. {MEMORY_ENV}=8GB) and run it again; nothing was written"
+    )
 
 
 def connect(temp_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory database with a memory cap, spilling to `temp_dir` when a join outgrows it."""
     con = duckdb.connect(":memory:")
-    con.execute(f"SET memory_limit = '{os.environ.get(MEMORY_ENV, DEFAULT_MEMORY_LIMIT)}'")
+    con.execute(f"SET memory_limit = '{memory_limit()}'")
     threads = os.environ.get(THREADS_ENV)
     if threads:
         con.execute(f"SET threads = {int(threads)}")

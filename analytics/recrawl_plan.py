@@ -79,6 +79,8 @@ def _index_candidates(con: duckdb.DuckDBPyConnection, inputs: Inputs, cfg: PlanC
     )
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE cov AS {table}")
+    except duckdb.OutOfMemoryException:
+        raise  # not the expression's fault: the caller names the memory limit
     except duckdb.Error as exc:
         raise InputError(f"--quality {cfg.quality!r} cannot be computed: {exc}") from None
     median_cov, gem_density, median_density = db.one_row(
@@ -115,11 +117,17 @@ def _index_candidates(con: duckdb.DuckDBPyConnection, inputs: Inputs, cfg: PlanC
 
 
 def _percentiles(con: duckdb.DuckDBPyConnection, sql: str, values: pl.Series) -> pl.Series:
-    """Share of all rows of `sql` at or below each value (one sort and a binary search, not a window)."""
+    """Share of all rows of `sql` at or below each value (one sort and a binary search, not a window).
+    The population (the ranks file: 100M rows at Common Crawl's size) is sorted in place, and the values
+    are looked up in sorted order, so the searches walk the population once: in host order each step of
+    each search was a cache miss (12.6M values in 100M: 26 s, against 4 s sorted, argsort included)."""
     column = con.execute(sql).fetchnumpy()
-    population = np.sort(np.asarray(next(iter(column.values())), dtype=np.float64))
+    population = np.asarray(next(iter(column.values())), dtype=np.float64)
+    population.sort()
     x = values.cast(pl.Float64).fill_null(np.nan).to_numpy()
-    share = np.searchsorted(population, x, side="right") / max(len(population), 1)
+    order = np.argsort(x, kind="stable")
+    share = np.empty(len(x))
+    share[order] = np.searchsorted(population, x[order], side="right") / max(len(population), 1)
     return pl.Series(np.where(np.isnan(x), np.nan, share)).fill_nan(None)
 
 
@@ -190,10 +198,13 @@ def _seed_origin(candidates: pl.DataFrame, scheme: str | None) -> pl.Expr:
     return pl.coalesce(pl.col("origin"), default)
 
 
-def build_plan(inputs: Inputs, cfg: PlanConfig, previous: Path | None = None) -> Plan:
-    """Choose hosts and give each its budget; raises InputError (nothing written) when there is no plan."""
+def build_plan(
+    inputs: Inputs, cfg: PlanConfig, previous: Path | None = None, spill: Path | None = None
+) -> Plan:
+    """Choose hosts and give each its budget; raises InputError (nothing written) when there is no plan.
+    DuckDB works under its memory limit (analytics.db) and spills to `spill`, the caller's to remove."""
     cfg.check()
-    con = db.connect()
+    con = db.connect(spill)
     try:
         if previous is not None:
             candidates = _run_candidates(con, previous)

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from analytics import synth_model as m
 from analytics.stats import spearman
 from analytics.synth_config import SynthConfig
-from graph.ranks import RANKS_FORMAT, output_schema, percentile_expr
+from analytics.synth_ranks import RANKS_INPUT, RANKS_INPUT_SCHEMA, write_ranks
 
 CHUNK_HOSTS = 500_000
 WWW_SHARE = 0.3
@@ -262,7 +262,8 @@ def _generate(cfg: SynthConfig, out: Path, progress: Callable[[str], None] | Non
     index_writer = pq.ParquetWriter(out / "host_index" / part / "part-00000.parquet", HOST_INDEX_SCHEMA)
     notes_writer = pq.ParquetWriter(out / "annotations" / part / "part-00000.parquet", ANNOTATION_SCHEMA)
     pages_writer: pq.ParquetWriter | None = None
-    graph_hosts, hc_all, pr_all = [], np.empty(total), np.empty(total)
+    # each graph host's centralities, in host order, ranked at the end out of core (_write_ranks)
+    ranks_input = pq.ParquetWriter(out / RANKS_INPUT, RANKS_INPUT_SCHEMA)
     cover, dens_obs, dens_true, hc_crawled = [], [], [], []
     pages = 0
     try:
@@ -274,8 +275,17 @@ def _generate(cfg: SynthConfig, out: Path, progress: Callable[[str], None] | Non
             names = _names(cfg, rng, np.arange(start, stop), d.tld)
             hc, pr = m.centrality(d, latent.centrality)
             hc[max(crawled, 0) :] /= 10 ** (0.35 * 1.0)  # link-only hosts sit lower in the graph
-            hc_all[start:stop], pr_all[start:stop] = hc, pr
-            graph_hosts.append(names["graph_host"])
+            ranks_input.write_table(
+                pa.table(
+                    [
+                        pa.array(np.arange(start, stop)),
+                        names["graph_host"].to_arrow(),
+                        pa.array(hc),
+                        pa.array(pr),
+                    ],
+                    schema=RANKS_INPUT_SCHEMA,
+                )
+            )
             if crawled > 0:
                 block = _subset(d, crawled)
                 primary, second = m.host_means(cfg, block)
@@ -313,9 +323,11 @@ def _generate(cfg: SynthConfig, out: Path, progress: Callable[[str], None] | Non
     finally:
         index_writer.close()
         notes_writer.close()
+        ranks_input.close()
         if pages_writer is not None:
             pages_writer.close()
-    _write_ranks(cfg, out / "ranks.parquet", pl.concat(graph_hosts), hc_all, pr_all)
+    write_ranks(cfg.release, out / "ranks.parquet", out / RANKS_INPUT, total)
+    (out / RANKS_INPUT).unlink()
     truth = _truth(
         cfg,
         latent,
@@ -332,25 +344,6 @@ def _generate(cfg: SynthConfig, out: Path, progress: Callable[[str], None] | Non
 
 def _subset(d: m.HostDraws, n: int) -> m.HostDraws:
     return m.HostDraws(**{f: getattr(d, f)[..., :n] for f in m.HostDraws.__slots__})
-
-
-def _write_ranks(cfg: SynthConfig, path: Path, hosts: pl.Series, hc: np.ndarray, pr: np.ndarray) -> None:
-    """The graph package's ranks parquet (schema and metadata): positions 1 = most central, sorted by HC."""
-    n = len(hc)
-    hc_order, pr_order = np.argsort(-hc, kind="stable"), np.argsort(-pr, kind="stable")
-    hc_pos, pr_pos = np.empty(n, np.int64), np.empty(n, np.int64)
-    hc_pos[hc_order], pr_pos[pr_order] = np.arange(1, n + 1), np.arange(1, n + 1)
-    frame = pl.DataFrame({"host": hosts, "hc_pos": hc_pos, "hc_val": hc, "pr_pos": pr_pos, "pr_val": pr})
-    frame = frame.with_columns(
-        host_rev=pl.col("host").str.split(".").list.reverse().list.join("."),
-        release=pl.lit(cfg.release),
-        hc_percentile=percentile_expr("hc_pos", n),
-        pr_percentile=percentile_expr("pr_pos", n),
-    ).sort("hc_pos")
-    schema = output_schema("host")
-    metadata = {"format": RANKS_FORMAT, "kind": "host", "release": cfg.release, "source": "study synth"}
-    table = frame.select(schema.names).to_arrow().cast(schema).replace_schema_metadata(metadata)
-    pq.write_table(table, path, compression="zstd")
 
 
 def _truth(

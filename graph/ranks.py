@@ -102,7 +102,7 @@ def percentile_expr(pos_column: str, total: int) -> pl.Expr:
     return share.clip(0.0, 1.0)
 
 
-class _RanksWriter:
+class RanksWriter:
     """Adds percentiles and writes row groups in a background thread; rows that arrive before the row count
     is known wait in memory, or in an Arrow IPC spill file beyond BUFFER_BYTES."""
 
@@ -204,7 +204,7 @@ def ingest_ranks(
     bad = BadLines()
     metadata = {"format": RANKS_FORMAT, "kind": kind, "release": release, "source": source.name}
     tmp = out.with_name(out.name + ".partial")
-    writer = _RanksWriter(tmp, kind, metadata)
+    writer = RanksWriter(tmp, kind, metadata)
     # Percentiles need the row count; a second inflate pass counts lines while the first rows are parsed.
     stop = threading.Event()
     counter = ThreadPoolExecutor(1, thread_name_prefix="line-counter")

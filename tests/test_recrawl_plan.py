@@ -164,3 +164,25 @@ def test_a_plan_is_not_written_over_an_existing_one_without_force(
     assert out.read_bytes() == first
     assert _plan(index, out, "--crawl", CRAWL, "--budget", "600", "--force")[0] == 0
     assert out.read_bytes() != first
+
+
+def test_percentiles_count_the_population_at_or_below_each_value_as_a_sort_would() -> None:
+    """The HC/PR percentiles of a plan: DuckDB's count and ASOF join give what sorting the whole population
+    and a binary search per host gave (ties, NaN in the population, values outside it, missing values)."""
+    from analytics import db
+    from analytics.recrawl_plan import _percentiles
+
+    rng = np.random.default_rng(7)
+    population = np.round(rng.normal(size=5000), 2)  # many ties
+    population[:20] = np.nan
+    wanted = np.concatenate(
+        [rng.choice(population[20:], 300), rng.normal(size=300) * 3, [np.nan, -99.0, 99.0]]
+    )
+    con = db.connect()
+    con.register("pop", pl.DataFrame({"v": population}).to_arrow())
+    got = _percentiles(con, "SELECT v FROM pop", pl.Series(wanted).fill_nan(None).append(pl.Series([0.5])))
+    expected = np.searchsorted(np.sort(population), np.append(wanted, 0.5), side="right") / len(population)
+    expected[np.isnan(np.append(wanted, 0.5))] = np.nan
+    assert got.null_count() == 1 and got[len(wanted) - 3] is None
+    assert np.allclose(got.fill_null(np.nan).to_numpy(), expected, equal_nan=True, rtol=0, atol=1e-12)
+    assert got[len(wanted) - 2] == 0.0 and got[len(wanted) - 1] == 1.0 - 20 / 5000  # NaN sorts above all

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -211,3 +212,23 @@ def test_synth_of_a_second_crawl_keeps_the_first_crawls_partition(tmp_path: Path
     parts = sorted(p.name for p in (out / "host_index").iterdir())
     assert parts == ["crawl=CC-MAIN-2024-10", "crawl=CC-MAIN-2024-18"]
     assert (out / "truth.json").is_file() and not (tmp_path / ".synth.partial").exists()
+
+
+@pytest.mark.parametrize("command", ["study", "plan"])
+def test_a_memory_limit_too_small_is_one_line_naming_the_setting(
+    synth_dir: Path, tmp_path: Path, command: str
+) -> None:
+    """DuckDB's out-of-memory error (a 100M-row host index under 2 GB did this) used to be a traceback, or
+    for the recrawl plan 'the --quality expression cannot be computed'."""
+    out = tmp_path / "out"
+    args = ["study", "coverage", "--data", str(synth_dir), "--out", str(out)]
+    if command == "plan":
+        args = ["recrawl", "plan", "--data", str(synth_dir), "--out", str(out / "plan.parquet")]
+    env = {**os.environ, "HOSTCRAWL_DUCKDB_MEMORY": "1MB"}
+    done = subprocess.run(
+        [sys.executable, "-m", "crawler.cli", *args], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == EXIT_USAGE, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "HOSTCRAWL_DUCKDB_MEMORY" in lines[0] and "(1MB)" in lines[0], lines
+    assert not list(out.rglob("*.parquet")) and not list(out.rglob("*.md"))

@@ -57,6 +57,17 @@ def test_annotations_ranks_and_pages_have_their_schemas(synth: SynthResult) -> N
     ranks = pl.read_parquet(synth.out / "ranks.parquet")
     assert ranks.columns[:7] == ["host", "host_rev", "hc_pos", "hc_val", "pr_pos", "pr_val", "release"]
     assert ranks["hc_pos"].to_list() == list(range(1, ranks.height + 1))
+    # positions rank the values (1 = most central), for both measures; numbered out of core by DuckDB
+    assert ranks["hc_val"].is_sorted(descending=True)
+    by_pr = ranks.sort("pr_pos")
+    assert by_pr["pr_pos"].to_list() == list(range(1, ranks.height + 1))
+    assert by_pr["pr_val"].is_sorted(descending=True)
+    assert ranks.height == synth.host_index_rows and ranks["host"].n_unique() == ranks.height
+    assert ranks["hc_percentile"][0] == 1.0 and ranks["pr_percentile"].min() == 1 / ranks.height
+    assert pq.read_schema(synth.out / "ranks.parquet").metadata[b"format"] == b"hostcrawl.graph.ranks_v1"
+    assert sorted(p.name for p in synth.out.iterdir()) == [
+        "annotations", "host_index", "pages.parquet", "ranks.parquet", "truth.json"
+    ]  # fmt: skip
     pages = pl.read_parquet(synth.out / "pages.parquet")
     assert pages.columns == ["url", "host", "language", "score_edu", "score_biased"]
     assert pages["host"].n_unique() == 20_000

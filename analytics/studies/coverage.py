@@ -186,6 +186,8 @@ def run(
             "CREATE OR REPLACE TEMP TABLE cov AS "
             + coverage_table_sql(host_index, annotations, quality, crawl)
         )
+    except duckdb.OutOfMemoryException:
+        raise  # not the expression's fault: the caller names the memory limit
     except duckdb.Error as exc:
         raise InputError(f"--quality {quality!r} cannot be computed: {exc}") from None
     n, rho = db.one_row(con, db.spearman_sql("cov", "coverage", "density"))
