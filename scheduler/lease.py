@@ -24,6 +24,7 @@ class Lease:
     settled: bool = False  # its outcome is recorded (observed, or replaced by a retry/redirect)
     fetch_number: int = 0  # the crawl's fetch count when this page arrived
     groups: tuple[str, ...] = ()  # the politeness groups it counts in while in flight
+    paid: bool = False  # Redis: a dead worker's URL, its budget spent; a retry or hand-back of it stays so
 
 
 @dataclass(slots=True)

@@ -91,6 +91,7 @@ class Claimed:
     # why there is no request: invalid_payload (not JSON of ours: counted, never run), only_bad_urls_left
     # (the policy wants none of the host's URLs), gone (the lease expired or the host was blocked meanwhile)
     skipped: str | None = None
+    urgent: bool = False  # a dead worker's URL, already paid for (RECLAIM): fetched whatever the budget
 
 
 # The caller's choice among a leased host's first queued URLs: (host, record, requests (None: not
@@ -111,6 +112,9 @@ class NewUrl:
     force: bool = False  # a retry: no dedup
     priority: float = 0.0  # the host's rank if it has none yet
     op: int = 0  # a forced URL's number in its worker's sequence (0: none): one sent again is queued once
+    # a retry or hand-back of a dead worker's URL (Claimed.urgent): back at the front, still urgent, so a
+    # claim that takes the front as the dead worker's takes it, and the run does not end without it
+    urgent: bool = False
 
 
 def dedup_key(url: str) -> tuple[int, int]:
@@ -203,7 +207,7 @@ class RedisFrontier:
         args: list[Any] = [cap, worker]
         for item in urls:
             bucket, member = dedup_key(item.request.url)
-            flags = (1 if item.front else 0) | (2 if item.force else 0)
+            flags = (1 if item.front else 0) | (2 if item.force else 0) | (4 if item.urgent else 0)
             payload, priority = item.request.encode(item.host), repr(float(item.priority))
             args += [item.host, bucket, member, payload, flags, priority, item.op]
         return args
@@ -234,7 +238,7 @@ class RedisFrontier:
             record[UNSCORED] = int(unscored)  # its pages other workers fetched, not recorded yet
             requests = [QueuedRequest.decode(payload, host) for payload in window]
             index = 0 if urgent == "1" else pick(host, record, requests, False)
-            claimed = Claimed(str(lease_id), host, None, record)
+            claimed = Claimed(str(lease_id), host, None, record, urgent=urgent == "1")
             if index is None:
                 claimed.skipped = "only_bad_urls_left"
             else:

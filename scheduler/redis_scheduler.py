@@ -222,7 +222,7 @@ class RedisHostScheduler(HostScheduler):
             record = self.shared.record(claimed.host, claimed.host_record)
             phase = self.shared.phase(record, request.url, request.discover)
             host, url, depth = claimed.host, request.url, request.depth
-            lease = Lease(host, url, depth, lease_id, 0, phase, None, request.discover)
+            lease = Lease(host, url, depth, lease_id, 0, phase, None, request.discover, paid=claimed.urgent)
             self.leases[lease_id] = lease
             self.claimed_records[lease_id] = record
             self.fetching += 1
@@ -279,6 +279,7 @@ class RedisHostScheduler(HostScheduler):
         if isinstance(new, str):
             self.stats.inc_value(f"frontier/dropped/{new}")
             return False
+        new.urgent = old is not None and old.paid and not redirect
         self.link.send("enqueue", [new])
         if redirect:
             self.stats.inc_value("redirect/followed")

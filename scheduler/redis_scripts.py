@@ -55,9 +55,10 @@ end
 """
 
 # ARGV: queue cap, worker id, then per URL 7 values: host, dedup bucket, dedup member, payload, flags
-# (1 front, 2 force: no dedup), priority for a host with none yet, and a forced URL's number in its
-# worker's sequence (0: none; one at or below the highest queued, `opseq` WORKER>enqueue, was queued
-# before a lost reply and is skipped as 'resent'). Returns per URL '' (queued) or the reason.
+# (1 front, 2 force: no dedup, 4 urgent: a dead worker's URL again, at the front and counted in `urgent`),
+# priority for a host with none yet, and a forced URL's number in its worker's sequence (0: none; one at or
+# below the highest queued, `opseq` WORKER>enqueue, was queued before a lost reply and is skipped as
+# 'resent'). Returns per URL '' (queued) or the reason.
 ENQUEUE = (
     _NOW
     + _PARK
@@ -72,7 +73,8 @@ local i = 3
 while i <= #ARGV do
   local h, bucket, member, payload = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local flags, prio, op = tonumber(ARGV[i + 4]), ARGV[i + 5], tonumber(ARGV[i + 6])
-  local force = flags >= 2
+  local force = flags % 4 >= 2
+  local urgent = flags >= 4  -- a dead worker's URL again (a retry or hand-back): it leads, and stays urgent
   local reason = ''
   if op > 0 and op <= done_op then
     reason = 'resent'
@@ -86,7 +88,10 @@ while i <= #ARGV do
     reason = 'host_queue_full'
   else
     if not force then redis.call('SADD', P..'seen:'..bucket, member) end
-    if flags % 2 == 1 then
+    if urgent then
+      redis.call('LPUSH', P..'q:'..h, payload)
+      redis.call('HINCRBY', P..'urgent', h, 1)
+    elseif flags % 2 == 1 then
       redis.call('LPUSH', P..'q:'..h, payload)
     else
       redis.call('RPUSH', P..'q:'..h, payload)

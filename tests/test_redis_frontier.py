@@ -169,6 +169,40 @@ def test_a_dead_workers_lease_is_fetched_again_even_when_the_budget_is_spent(
     assert short.claim(5, "live", 1) == []
 
 
+def test_a_dead_workers_url_handed_back_or_retried_stays_ahead_and_is_not_left_behind(
+    server: RedisServer,
+) -> None:
+    """Two of a dead worker's URLs of one host come back; the live worker hands the first back (its host must
+    wait, or a retry). It used to go back to the front as an ordinary URL: the next claim took it as the dead
+    worker's, the second never counted as urgent again, and with the budget spent the run ended without it
+    (a page served to the killed worker and never recorded: seen once on CI in test_kill_9)."""
+    short = RedisFrontier(server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
+    short.start("dead", 2, {})  # the run's budget: 2 pages
+    short.enqueue(urls(("a.example", "/1"), ("a.example", "/2")))
+    (first,) = short.claim(5, "dead", 2)
+    short.fetch_ended(first.lease_id, 0.0, fetched=True)
+    short.done(first.lease_id, "dead")  # (recorded: the dead worker's second lease is the lost one)
+    (dead,) = short.claim(5, "dead", 2)
+    short.fetch_ended(dead.lease_id, 0.0, fetched=True)
+    time.sleep(0.6)
+    short.reclaim()
+    short.enqueue(urls(("a.example", "/3")))  # an ordinary URL behind it
+    (taken,) = short.claim(5, "live", 2)
+    assert taken.urgent and taken.request == dead.request
+    short.fetch_ended(taken.lease_id, 0.0, fetched=False)  # handed back before the network
+    assert taken.request is not None
+    again = NewUrl("a.example", taken.request, front=True, force=True, urgent=True)
+    assert short.enqueue([again]) == [None]
+    short.done(taken.lease_id, "live")
+    assert short.pending(), "the budget is spent, but a dead worker's URL is still to be fetched"
+    (retaken,) = short.claim(5, "live", 2)
+    assert retaken.urgent and retaken.request == dead.request
+    short.fetch_ended(retaken.lease_id, 0.0, fetched=True)
+    short.done(retaken.lease_id, "live")
+    assert short.claim(5, "live", 2) == []
+    assert not short.pending()  # /3 is over the budget
+
+
 def test_the_policy_state_is_the_sum_of_every_workers_pages(frontier: RedisFrontier) -> None:
     for host, shape, high, mean in (
         ("a", "2:a", True, 0.8),
