@@ -339,8 +339,8 @@ def cmd_study(args: argparse.Namespace) -> int:
     except (SchemaError, InputError) as exc:
         _say(f"error: {exc}")
         return EXIT_USAGE
-    except duckdb.OutOfMemoryException as exc:
-        _say(db.out_of_memory(exc) or str(exc))
+    except duckdb.OutOfMemoryException:
+        _say(db.out_of_memory())
         return EXIT_USAGE
     except (KeyboardInterrupt, duckdb.InterruptException, RuntimeError) as exc:  # Ctrl-C inside a query too
         if not db.interrupted(exc):

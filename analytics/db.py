@@ -32,10 +32,8 @@ def memory_limit() -> str:
     return os.environ.get(MEMORY_ENV, DEFAULT_MEMORY_LIMIT)
 
 
-def out_of_memory(exc: BaseException) -> str | None:
-    """The one line to print when DuckDB ran out of its memory limit (None for any other error)."""
-    if not isinstance(exc, duckdb.OutOfMemoryException):
-        return None
+def out_of_memory() -> str:
+    """The one line to print when DuckDB ran out of its memory limit (duckdb.OutOfMemoryException)."""
     return (
         f"error: DuckDB ran out of its memory limit ({memory_limit()}): set {MEMORY_ENV} higher "
         f"(e.g. {MEMORY_ENV}=8GB) and run it again; nothing was written"

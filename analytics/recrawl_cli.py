@@ -108,8 +108,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     except (SchemaError, InputError) as exc:
         _say(f"error: {exc}")
         return EXIT_USAGE
-    except duckdb.OutOfMemoryException as exc:
-        _say(out_of_memory(exc) or str(exc))
+    except duckdb.OutOfMemoryException:
+        _say(out_of_memory())
         return EXIT_USAGE
     s = plan.summary
     _say(

@@ -237,8 +237,8 @@ class RedisFrontier:
             record = record if isinstance(record, dict) else {}
             record[UNSCORED] = int(unscored)  # its pages other workers fetched, not recorded yet
             requests = [QueuedRequest.decode(payload, host) for payload in window]
-            index = 0 if urgent == "1" else pick(host, record, requests, False)
             claimed = Claimed(str(lease_id), host, None, record, urgent=urgent == "1")
+            index = 0 if claimed.urgent else pick(host, record, requests, False)
             if index is None:
                 claimed.skipped = "only_bad_urls_left"
             else:

@@ -88,14 +88,12 @@ while i <= #ARGV do
     reason = 'host_queue_full'
   else
     if not force then redis.call('SADD', P..'seen:'..bucket, member) end
-    if urgent then
-      redis.call('LPUSH', P..'q:'..h, payload)
-      redis.call('HINCRBY', P..'urgent', h, 1)
-    elseif flags % 2 == 1 then
+    if urgent or flags % 2 == 1 then
       redis.call('LPUSH', P..'q:'..h, payload)
     else
       redis.call('RPUSH', P..'q:'..h, payload)
     end
+    if urgent then redis.call('HINCRBY', P..'urgent', h, 1) end
     redis.call('HSETNX', P..'prio', h, prio)
     park(P, h, now, prio)
     queued = queued + 1
