@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from analytics.study_inputs import InputError
+
 MEMORY_ENV = "HOSTCRAWL_DUCKDB_MEMORY"
+MEMORY_RE = re.compile(r"\d+(\.\d+)?\s*(%|[KMGT]i?B|B|bytes)", re.IGNORECASE)  # what SET memory_limit takes
 THREADS_ENV = "HOSTCRAWL_DUCKDB_THREADS"
 
 
@@ -29,7 +33,11 @@ DEFAULT_MEMORY_LIMIT = default_memory_limit()
 
 
 def memory_limit() -> str:
-    return os.environ.get(MEMORY_ENV, DEFAULT_MEMORY_LIMIT)
+    """HOSTCRAWL_DUCKDB_MEMORY, or the default; a value DuckDB would not parse is an InputError (one line)."""
+    value = os.environ.get(MEMORY_ENV, DEFAULT_MEMORY_LIMIT)
+    if not MEMORY_RE.fullmatch(value.strip()):
+        raise InputError(f"{MEMORY_ENV}={value!r}: give a size such as 4GB, 512MB or 80%")
+    return value.strip()
 
 
 def out_of_memory() -> str:

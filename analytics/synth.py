@@ -14,6 +14,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from analytics import db
 from analytics import synth_model as m
 from analytics.stats import spearman
 from analytics.synth_config import SynthConfig
@@ -228,6 +229,7 @@ def generate(cfg: SynthConfig, out: Path, progress: Callable[[str], None] | None
     run leaves nothing a study would read as data (another crawl's partitions in DIR are kept).
     """
     cfg.validate()
+    db.memory_limit()  # a bad HOSTCRAWL_DUCKDB_MEMORY says so now, not after the rows (the ranks use DuckDB)
     staging = out.with_name(f".{out.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     try:

@@ -232,3 +232,26 @@ def test_a_memory_limit_too_small_is_one_line_naming_the_setting(
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "HOSTCRAWL_DUCKDB_MEMORY" in lines[0] and "(1MB)" in lines[0], lines
     assert not list(out.rglob("*.parquet")) and not list(out.rglob("*.md"))
+
+
+@pytest.mark.parametrize("command", ["study", "plan", "synth"])
+def test_a_memory_limit_that_is_not_a_size_is_one_line_before_any_work(
+    synth_dir: Path, tmp_path: Path, command: str
+) -> None:
+    """The setting the out-of-memory line names: a value DuckDB cannot parse was a ParserException
+    traceback (and `study synth` would have found out only after writing every row)."""
+    out = tmp_path / "out"
+    args = {
+        "study": ["study", "coverage", "--data", str(synth_dir), "--out", str(out)],
+        "plan": ["recrawl", "plan", "--data", str(synth_dir), "--out", str(out / "plan.parquet")],
+        "synth": ["study", "synth", "--hosts", "100", "--out", str(out)],
+    }[command]
+    env = {**os.environ, "HOSTCRAWL_DUCKDB_MEMORY": "lots"}
+    done = subprocess.run(
+        [sys.executable, "-m", "crawler.cli", *args], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == EXIT_USAGE, done.stderr[-2000:]
+    lines = [line for line in done.stderr.strip().splitlines() if line.startswith("error")]
+    expected = "error: HOSTCRAWL_DUCKDB_MEMORY='lots': give a size such as 4GB, 512MB or 80%"
+    assert lines == [expected], done.stderr
+    assert "Traceback" not in done.stderr and not out.exists()
