@@ -130,9 +130,11 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Watched]:
     with TestWebProcess(TestWebConfig(n_hosts=40, seed=5), web_dir) as web:
         seeds = base / "seeds.txt"
         seeds.write_text("\n".join(web.seed_urls) + "\n")
+        # --min-delay 1.0: 40 hosts give at most 40 pages/s, so 300 pages take at least 7.5 s however fast
+        # the machine, and the curve (a point a second) has points to draw (0.2 once ended in 4 s in CI)
         command = [
             *HOSTCRAWL, "crawl", "--seeds", str(seeds), "--out", str(run_dir), "--proxy", web.proxy_url,
-            "--allow-private", "--min-delay", "0.2", "--max-pages", "300", "--timeout", "3",
+            "--allow-private", "--min-delay", "1.0", "--max-pages", "300", "--timeout", "3",
             "--workers", "1", "--no-progress", "--status-port", "0", "--status-linger", "600",
         ]  # fmt: skip
         process = subprocess.Popen(
