@@ -56,6 +56,11 @@ class FrontierLimits:
     # (Policy.learns_from_scores): with a cleaning pool behind, the crawl would run ahead of its evidence
     # (scores 160 pages late instead of 40), and fetching faster than the pool cleans gains no time.
     max_unscored: int = 0
+    # ... and over the whole run, for workers sharing one Redis (0: no bound): every worker's leased and
+    # unscored pages together. A worker's own max_unscored bounds what its pipe and cleaning pool hold; the
+    # budget's share (budget_unscored_bound) is the run's, so three workers do not fetch three times as far
+    # ahead of their scores as one (issue 25: that, not the sharing, cost three workers their hq/fetch).
+    run_max_unscored: int = 0
     # What the frontier holds in memory (scheduler/queue_window.py): at most memory_head x hosts + memory_urls
     # queued URLs, the rest in the SQLite store; memory_urls 0 keeps every queued URL and every dedup
     # fingerprint in memory, as hostcrawl did before issue 13 (the memory benchmark's baseline).

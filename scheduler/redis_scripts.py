@@ -113,7 +113,8 @@ return out
 
 # ARGV: how many, lease ms, worker id, budget (0 = none), window, fill hosts, fill floor, exploring ('1' or
 # '0'), group limit (requests in flight per politeness group, 0 for none: scheduler/redis_groups.py), score
-# wait (fillers wait while this many hosts have fetched pages awaiting their scores; 0: never). Leases
+# wait (fillers wait while this many hosts have fetched pages awaiting their scores; 0: never), max unscored
+# (nothing but a dead worker's URLs is leased while the run holds this many leases; 0: no bound). Leases
 # hosts (not yet URLs): per lease id, host, the host's shared record (JSON or ''), '1' if what leads its queue
 # is a dead worker's (fetched first), the first `window` payloads of its queue (the worker picks one with
 # PICK) and how many of its fetched pages are not recorded yet. A host one of whose groups is at its limit is
@@ -133,6 +134,7 @@ local n, lease_ms, worker = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local budget, window = tonumber(ARGV[4]), tonumber(ARGV[5])
 local fill_hosts, fill_floor, exploring = tonumber(ARGV[6]), ARGV[7], ARGV[8] ~= '0'
 local group_limit, score_wait = tonumber(ARGV[9] or '0'), tonumber(ARGV[10] or '0')
+local max_unscored = tonumber(ARGV[11] or '0')
 local SCAN = 64  -- ranked hosts looked at for one whose politeness groups are free
 local function first(name, floor)  -- the best host of a set (at or above floor) free to go, and its score
   while true do
@@ -222,6 +224,10 @@ for _, h in ipairs(redis.call('HKEYS', P..'urgent')) do
 end
 while #out < n do
   if budget > 0 and tonumber(redis.call('HGET', P..'counters', 'spent') or '0') >= budget then break end
+  if max_unscored > 0 and redis.call('ZCARD', P..'leases') >= max_unscored then
+    redis.call('HINCRBY', P..'counters', 'claim/waited_for_scores', 1)
+    break
+  end
   local h = best() or filler()
   if not h then break end
   take(h, redis.call('HEXISTS', P..'urgent', h) == 1)

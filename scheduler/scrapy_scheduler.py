@@ -102,6 +102,7 @@ class HostScheduler:
             fill_hosts=fill_hosts(self.slots, settings.getfloat("HOSTCRAWL_KEEP_BUSY", KEEP_BUSY)),
             memory_urls=settings.getint("HOSTCRAWL_FRONTIER_MEMORY_URLS", MEMORY_URLS),
             max_unscored=settings.getint("HOSTCRAWL_MAX_UNSCORED", 0),
+            run_max_unscored=settings.getint("HOSTCRAWL_RUN_MAX_UNSCORED", 0),
             park_horizon=settings.getfloat("HOSTCRAWL_BACKOFF_MAX", 600.0),
         )
         # a recrawl plan carries the hosts' percentiles itself, and their budgets and density priors

@@ -306,6 +306,32 @@ def test_fillers_wait_while_pages_await_their_scores(frontier: RedisFrontier) ->
     assert frontier.counters()["dormant/filled_idle_capacity"] == 1
 
 
+def test_the_run_leases_no_more_than_max_unscored_pages_over_all_its_workers(frontier: RedisFrontier) -> None:
+    """The bound is the run's: three workers do not each fetch that far ahead of their scores."""
+    frontier.enqueue(urls(*((f"h{i}.example", "/1") for i in range(6))))
+    first = frontier.claim(2, "w1", 0, max_unscored=3)
+    assert len(first) == 2 and len(frontier.claim(5, "w2", 0, max_unscored=3)) == 1
+    for lease in first:  # fetched: the leases stay until their pages are recorded
+        frontier.fetch_ended(lease.lease_id, 30.0, fetched=True)
+    assert frontier.claim(5, "w3", 0, max_unscored=3) == []
+    assert frontier.done(first[0].lease_id, "w1")  # one score is back: room for one
+    assert len(frontier.claim(5, "w3", 0, max_unscored=3)) == 1
+    assert frontier.counters()["claim/waited_for_scores"] == 3  # claims cut short by the bound
+    assert len(frontier.claim(5, "w3", 0)) == 2  # (no bound: the rest)
+
+
+def test_a_dead_workers_url_is_claimed_past_max_unscored(server: RedisServer) -> None:
+    short = RedisFrontier(server.client(), f"unit{next(RUNS)}", lease_seconds=0.5)
+    short.enqueue(urls(("a.example", "/1"), ("b.example", "/1"), ("c.example", "/1")))
+    (dead,) = short.claim(1, "dead", 0)
+    live = RedisFrontier(server.client(), short.run, lease_seconds=30.0)
+    (held,) = live.claim(1, "live", 0)
+    time.sleep(0.6)
+    assert short.reclaim() == 1
+    (again,) = live.claim(5, "live", 0, max_unscored=1)  # the run holds one lease: only the dead one's
+    assert again.urgent and again.host == dead.host != held.host
+
+
 def test_past_the_explore_share_a_new_host_only_fills_idle_capacity(server: RedisServer) -> None:
     def setup() -> RedisFrontier:
         frontier = RedisFrontier(server.client(), f"unit{next(RUNS)}")

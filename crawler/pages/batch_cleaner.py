@@ -62,12 +62,17 @@ def pool_shape(cleaner: str, workers: int = 0, batch_pages: int = 0) -> tuple[in
 def unscored_bound(concurrency: int, cleaner: str, workers: int = 0, budget: int = 0) -> int:
     """The default FrontierLimits.max_unscored of a crawl: its requests in flight and two batches per
     cleaning worker (a quiet 2-core crawl has about 40 pages awaiting scores, a CPU-starved one 160), or
-    UNSCORED_BUDGET_SHARE of a small `budget` (0: none)."""
+    budget_unscored_bound(budget) if that is smaller."""
     workers, batch_pages = pool_shape(cleaner, workers)
     bound = concurrency + UNSCORED_BATCHES_PER_WORKER * workers * batch_pages
-    if budget > 0:
-        bound = min(bound, max(UNSCORED_FLOOR, round(budget * UNSCORED_BUDGET_SHARE)))
-    return bound
+    return min(bound, budget_unscored_bound(budget)) if budget > 0 else bound
+
+
+def budget_unscored_bound(budget: int) -> int:
+    """Pages a crawl of `budget` pages may fetch ahead of their scores: UNSCORED_BUDGET_SHARE of it, at
+    least UNSCORED_FLOOR (0: no budget, no bound). A bound on the run, however many workers share it
+    (FrontierLimits.run_max_unscored)."""
+    return max(UNSCORED_FLOOR, round(budget * UNSCORED_BUDGET_SHARE)) if budget > 0 else 0
 
 
 def exit_with_parent(poll_s: float = PARENT_POLL_S) -> None:

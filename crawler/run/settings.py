@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from crawler.pages.batch_cleaner import unscored_bound
+from crawler.pages.batch_cleaner import budget_unscored_bound, unscored_bound
 from crawler.run.crawl_config import SCRAPY_SCHEDULER, ConfigError, CrawlConfig
 from scheduler.frontier_limits import DOWNLOADER_SLOTS_PER_REQUEST_SLOT
 
@@ -148,6 +148,8 @@ def _own_settings(
         "HOSTCRAWL_FRONTIER_MEMORY_URLS": f.frontier_memory_urls,
         "HOSTCRAWL_MAX_UNSCORED": f.max_unscored
         or unscored_bound(f.concurrency, c.cleaner, c.workers, f.max_pages),
+        # the same over every worker of a Redis run (one process: the bound above is already within it)
+        "HOSTCRAWL_RUN_MAX_UNSCORED": f.max_unscored or budget_unscored_bound(f.max_pages),
         "HOSTCRAWL_PRIORS": pol.priors,
         "HOSTCRAWL_TRUTH": pol.truth,
         "HOSTCRAWL_PLAN": pol.plan,
