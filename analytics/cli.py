@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -247,13 +246,17 @@ def check_not_empty(name: str, inputs: Inputs) -> None:
 
 def run_study(name: str, inputs: Inputs, out_root: Path, args: argparse.Namespace) -> None:
     from analytics import db
+
+    check_not_empty(name, inputs)
+    with db.spill_folder(out_root / ".duckdb-tmp") as spill:
+        _run_in(db.connect(spill), name, inputs, out_root, args)
+
+
+def _run_in(con: Any, name: str, inputs: Inputs, out_root: Path, args: argparse.Namespace) -> None:
+    """One study on `con` (closed afterwards): its folder is complete, or it is what it was before."""
     from analytics.studies import coverage, depth, icc, ksample, language, yieldsim
     from analytics.study import Output
 
-    check_not_empty(name, inputs)
-
-    spill = out_root / ".duckdb-tmp"
-    con = db.connect(spill)
     out = Output(out_root, name)
     common: dict[str, Any] = {"scores": args.scores}
     budgets = {"budgets": args.budgets} if getattr(args, "budgets", None) else {}
@@ -292,7 +295,6 @@ def run_study(name: str, inputs: Inputs, out_root: Path, args: argparse.Namespac
         raise
     finally:
         con.close()
-        shutil.rmtree(spill, ignore_errors=True)
 
 
 def run_all(inputs: Inputs, out_root: Path, args: argparse.Namespace) -> list[str]:

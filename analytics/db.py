@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Sequence
+import shutil
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,20 @@ def connect(temp_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
         temp_dir.mkdir(parents=True, exist_ok=True)
         con.execute(f"SET temp_directory = {quote(str(temp_dir))}")
     return con
+
+
+@contextlib.contextmanager
+def spill_folder(path: Path) -> Iterator[Path]:
+    """`path` for DuckDB's temp directory (connect makes it), removed afterwards with every folder made
+    for it that is still empty: a study or plan that fails leaves no empty output folder behind."""
+    made = [folder for folder in (path, *path.parents) if not folder.exists()]  # innermost first
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        for folder in made[1:]:
+            with contextlib.suppress(OSError):  # not empty: the run's output is in it
+                folder.rmdir()
 
 
 def interrupted(exc: BaseException) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -72,7 +71,7 @@ def _say(message: str) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     import duckdb
 
-    from analytics.db import out_of_memory
+    from analytics.db import out_of_memory, spill_folder
     from analytics.plan_config import PlanConfig
     from analytics.recrawl_plan import build_plan, write_plan
     from analytics.schema import SchemaError
@@ -99,12 +98,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         previous = None
         if args.previous is not None:
             previous = args.previous / "hosts.parquet" if args.previous.is_dir() else args.previous
-        spill = args.out.parent / f".{args.out.name}.duckdb-tmp"  # beside --out: a disk the user chose
-        try:
+        # DuckDB spills beside --out: a disk the user chose
+        with spill_folder(args.out.parent / f".{args.out.name}.duckdb-tmp") as spill:
             plan = build_plan(inputs, cfg, previous, spill)
-        finally:
-            shutil.rmtree(spill, ignore_errors=True)
-        write_plan(plan, args.out)
+            write_plan(plan, args.out)
     except (SchemaError, InputError) as exc:
         _say(f"error: {exc}")
         return EXIT_USAGE
