@@ -13,6 +13,7 @@ from typing import Any
 import duckdb
 
 from analytics.study_inputs import InputError
+from graph import duck
 
 MEMORY_ENV = "HOSTCRAWL_DUCKDB_MEMORY"
 MEMORY_RE = re.compile(r"\d+(\.\d+)?\s*(%|[KMGT]i?B|B|bytes)", re.IGNORECASE)  # what SET memory_limit takes
@@ -51,12 +52,10 @@ def out_of_memory() -> str:
 
 
 def connect(temp_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
-    """An in-memory database with a memory cap, spilling to `temp_dir` when a join outgrows it."""
-    con = duckdb.connect(":memory:")
-    con.execute(f"SET memory_limit = '{memory_limit()}'")
+    """graph.duck's quiet connection with the studies' memory cap (HOSTCRAWL_DUCKDB_MEMORY) and threads
+    (HOSTCRAWL_DUCKDB_THREADS), spilling to `temp_dir` when a join outgrows it."""
     threads = os.environ.get(THREADS_ENV)
-    if threads:
-        con.execute(f"SET threads = {int(threads)}")
+    con = duck.connect(memory_limit(), int(threads) if threads else None)
     con.execute("SET preserve_insertion_order = false")
     if temp_dir is not None:
         temp_dir.mkdir(parents=True, exist_ok=True)
@@ -86,9 +85,7 @@ def interrupted(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and str(exc).startswith("Query interrupted")
 
 
-def quote(text: str) -> str:
-    """A SQL string literal."""
-    return "'" + text.replace("'", "''") + "'"
+quote = duck.sql_string  # a SQL string literal
 
 
 def ident(name: str) -> str:
