@@ -90,12 +90,16 @@ class ScorePipe:
     def outcome(self, now: float) -> None:
         self.last_outcome_at = now
 
+    def stalled(self, now: float) -> bool:
+        """No page got its score for SCORE_WAIT_LIMIT_S."""
+        return now - self.last_outcome_at > SCORE_WAIT_LIMIT_S
+
     def room(self, pending: int, now: float) -> int:
         """Leases that may be handed out now, with `pending` pages leased and unscored (-1: any number)."""
         if self.bound <= 0:
             return -1
         room = self.bound - pending
-        if room <= 0 and now - self.last_outcome_at > SCORE_WAIT_LIMIT_S:
+        if room <= 0 and self.stalled(now):
             self.count("frontier/score_wait_expired")
             room = 1
         if room <= 0 and not self.full:

@@ -111,7 +111,7 @@ class RedisHostScheduler(HostScheduler):
             self.shared.observe,
             self.shared.shared,
             self.shared.pick,
-            self.shared.claim_limits,
+            self._claim_limits,
         )
 
     @classmethod
@@ -169,6 +169,14 @@ class RedisHostScheduler(HostScheduler):
         want = max(0, min(self.free_slots(), INBOX) - len(self.inbox) - self.in_transit)
         room = self.pipe.room(len(self.leases) + len(self.inbox) + self.in_transit, time.monotonic())
         return want if room < 0 else min(want, room)
+
+    def _claim_limits(self) -> tuple[int, bool, int, int]:
+        """SharedPolicy.claim_limits, without the run's unscored bound once this worker has had no score for
+        SCORE_WAIT_LIMIT_S: lost scores (leases that never end) must not stall the run, as in one process."""
+        fill_hosts, exploring, score_wait, unscored = self.shared.claim_limits()
+        if unscored and self.pipe.stalled(time.monotonic()):
+            unscored = 0
+        return fill_hosts, exploring, score_wait, unscored
 
     def pages_in_flight(self) -> int:
         return self.fetching
