@@ -100,8 +100,12 @@ def parquet_source(files: Sequence[Path], hive: bool = False) -> str:
 
 
 def www_key_sql(column: str) -> str:
-    """SQL twin of graph.hostnames.www_key: lowercase, no trailing dot, one leading www. dropped."""
-    return f"regexp_replace(rtrim(lower({column}), '.'), '^www\\.(.+\\.)', '\\1')"
+    """SQL twin of graph.hostnames.www_key: lowercase, no trailing dot, one leading www. dropped when a
+    dot follows it. String functions, not a regular expression: over a 100M-row ranks file the regex was
+    the recrawl plan's largest step."""
+    host = f"rtrim(lower({column}), '.')"
+    bare = f"substr({host}, 5)"
+    return f"CASE WHEN starts_with({host}, 'www.') AND contains({bare}, '.') THEN {bare} ELSE {host} END"
 
 
 def tld_sql(host_column: str) -> str:

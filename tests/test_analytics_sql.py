@@ -39,6 +39,7 @@ def test_host_name_sql_agrees_with_graph_hostnames() -> None:
         "blog.example.co.uk",
         "www2.example.org",
         "a.b",
+        "www.a",
     ]
     con = db.connect()
     con.register("h", pl.DataFrame({"host": hosts}).to_arrow())
@@ -48,7 +49,7 @@ def test_host_name_sql_agrees_with_graph_hostnames() -> None:
     assert [r[0] for r in rows] == [www_key(h) for h in hosts]
     assert [r[1] for r in rows] == [surt_host(h) for h in hosts]
     tlds = con.execute(f"SELECT {db.tld_sql('host')} FROM h").fetchall()
-    assert [t[0] for t in tlds] == ["com", "com", "com", "uk", "org", "b"]
+    assert [t[0] for t in tlds] == ["com", "com", "com", "uk", "org", "b", "a"]
 
 
 def test_ksample_rows_split_each_host_into_sample_and_rest(tmp_path: Path) -> None:
