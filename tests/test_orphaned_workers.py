@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hostcrawl_cli import HOSTCRAWL
 
-from crawler.pages.batch_cleaner import PARENT_POLL_S
+from crawler.pages.batch_cleaner import EXIT_ORPHANED, PARENT_POLL_S
 from crawler.testweb import TestWebConfig, TestWebProcess
 
 GONE_WITHIN_S = 10 * PARENT_POLL_S
@@ -95,6 +95,25 @@ def test_pool_workers_end_when_their_process_is_killed(module: str, initializer:
     finally:
         process.kill()
         kill_all(workers)
+
+
+@pytest.mark.parametrize(
+    ("module", "initializer"),
+    [("crawler.pages.batch_cleaner", "init_worker"), ("crawler.archive.score_warcs", "_init_pool_worker")],
+    ids=["crawl", "score"],
+)
+def test_a_worker_whose_process_died_while_it_started_ends_at_once(module: str, initializer: str) -> None:
+    """A crawl killed while its workers were still importing (seconds, under load): each worker took its
+    new parent for the crawl and never ended. The pool passes its creator's pid; here that is not ours."""
+    code = (
+        f"import os, time; from {module} import {initializer} as init\n"
+        "init(parent=os.getppid() + 1)\ntime.sleep(60)"
+    )
+    worker = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        assert worker.wait(GONE_WITHIN_S) == EXIT_ORPHANED
+    finally:
+        worker.kill()
 
 
 @pytest.mark.slow

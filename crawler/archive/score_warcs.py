@@ -14,6 +14,7 @@ import glob
 import json
 import logging
 import multiprocessing
+import os
 import time
 from collections import Counter, deque
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -47,9 +48,9 @@ def _quiet_worker() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def _init_pool_worker() -> None:
-    """A pool worker is quiet too, and ends by itself when its `score` was killed outright."""
-    exit_with_parent()
+def _init_pool_worker(parent: int = 0) -> None:
+    """A pool worker is quiet too, and ends by itself when its `score` (pid `parent`) was killed outright."""
+    exit_with_parent(parent)
     _quiet_worker()
 
 
@@ -135,7 +136,9 @@ def run_score(job: ScoreJob, console: Console) -> ScoreStats:
     pool = None
     if job.workers > 1:
         context = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(job.workers, mp_context=context, initializer=_init_pool_worker)
+        pool = ProcessPoolExecutor(
+            job.workers, mp_context=context, initializer=_init_pool_worker, initargs=(os.getpid(),)
+        )
     else:
         _quiet_worker()
     pending: deque[Future[Any] | tuple[list[dict[str, Any]], Counter[str]]] = deque()

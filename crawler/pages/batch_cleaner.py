@@ -75,14 +75,17 @@ def budget_unscored_bound(budget: int) -> int:
     return max(UNSCORED_FLOOR, round(budget * UNSCORED_BUDGET_SHARE)) if budget > 0 else 0
 
 
-def exit_with_parent(poll_s: float = PARENT_POLL_S) -> None:
-    """End this pool worker within `poll_s` of the process that started it going away.
+def exit_with_parent(parent: int = 0, poll_s: float = PARENT_POLL_S) -> None:
+    """End this pool worker within `poll_s` of the process that started it (`parent`, its pid passed in
+    the pool's initargs; 0: the worker's parent now) going away, and at once if it is gone already.
 
     A killed crawl (kill -9, the OOM killer) never shuts its pool down, and the worker would wait on the
     pool's call queue for ever: it holds the queue's write end too, so the pipe never closes. Each such
     worker keeps its scorers' memory (about 500 MB). Polling the parent's pid works wherever the worker
-    was started from (PR_SET_PDEATHSIG would fire when the spawning *thread* ends, not the process)."""
-    parent = os.getppid()
+    was started from (PR_SET_PDEATHSIG would fire when the spawning *thread* ends, not the process). The
+    pid comes from the pool's creator because a worker starts slowly (imports, under load for seconds): a
+    crawl killed meanwhile left a worker that took its new parent (init) for its crawl and never ended."""
+    parent = parent or os.getppid()
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -92,13 +95,14 @@ def exit_with_parent(poll_s: float = PARENT_POLL_S) -> None:
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
-def init_worker(niceness: int = WORKER_NICENESS) -> None:
+def init_worker(niceness: int = WORKER_NICENESS, parent: int = 0) -> None:
     """Quiet logs (workers have no log setup; trafilatura would warn on every page) and low priority.
 
     Ctrl-C reaches the whole process group: the crawling process stops gracefully and shuts the pool
     down itself, so a worker ignores SIGINT and SIGTERM (else each would print a traceback and fail
-    the pages of its batch). A worker whose crawl was killed outright ends by itself (`exit_with_parent`)."""
-    exit_with_parent()
+    the pages of its batch). A worker whose crawl (pid `parent`) was killed outright ends by itself
+    (`exit_with_parent`)."""
+    exit_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.getLogger("trafilatura").setLevel(logging.CRITICAL)

@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import logging
 import multiprocessing
+import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
@@ -105,7 +106,10 @@ class CleanScoreStorePipeline:
         # spawn, not fork: the parent runs a reactor and threads that must not be copied
         context = multiprocessing.get_context("spawn")
         return ProcessPoolExecutor(
-            max_workers=self.workers, mp_context=context, initializer=init_worker, initargs=(self.niceness,)
+            max_workers=self.workers,
+            mp_context=context,
+            initializer=init_worker,
+            initargs=(self.niceness, os.getpid()),
         )
 
     async def open_spider(self, spider: Any = None) -> None:
