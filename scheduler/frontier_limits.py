@@ -59,7 +59,7 @@ class FrontierLimits:
     # ... and over the whole run, for workers sharing one Redis (0: no bound): every worker's leased and
     # unscored pages together. A worker's own max_unscored bounds what its pipe and cleaning pool hold; the
     # budget's share (budget_unscored_bound) is the run's, so three workers do not fetch three times as far
-    # ahead of their scores as one (issue 25: that, not the sharing, cost three workers their hq/fetch).
+    # ahead of their scores as one (benchmarks/distributed_crawl.py: no hq/fetch change beyond its noise).
     run_max_unscored: int = 0
     # What the frontier holds in memory (scheduler/queue_window.py): at most memory_head x hosts + memory_urls
     # queued URLs, the rest in the SQLite store; memory_urls 0 keeps every queued URL and every dedup
