@@ -94,11 +94,25 @@ def prepare(html: str) -> tuple[str, Extracted]:
     return html, out
 
 
-def _check_text(out: Extracted) -> None:
+def sanitise_batch(htmls: Sequence[str]) -> tuple[list[Extracted], list[tuple[int, str]]]:
+    """Every page's `prepare`: one Extracted per page (its error set when it is not worth a parser) and
+    the (index, html) of the pages left to clean."""
+    out: list[Extracted] = []
+    todo: list[tuple[int, str]] = []
+    for i, raw in enumerate(htmls):
+        html, extracted = prepare(raw)
+        out.append(extracted)
+        if extracted.error is None:
+            todo.append((i, html))
+    return out, todo
+
+
+def check_texts(out: Sequence[Extracted]) -> None:
     """Drop text decoded with the wrong charset (mostly U+FFFD)."""
-    page = out.page
-    if page is not None and page.text.count("\ufffd") > MAX_REPLACEMENT_SHARE * len(page.text):
-        out.page, out.error = None, empty("bad_encoding")
+    for one in out:
+        page = one.page
+        if page is not None and page.text.count("\ufffd") > MAX_REPLACEMENT_SHARE * len(page.text):
+            one.page, one.error = None, empty("bad_encoding")
 
 
 def _why_empty(html: str) -> str:
@@ -129,16 +143,9 @@ class Cleaner(ABC):
 
     def clean_batch(self, htmls: Sequence[str], urls: Sequence[str]) -> list[Extracted]:
         """The crawl's path: every page gets its text or a reason, whatever the others do."""
-        out: list[Extracted] = []
-        todo: list[tuple[int, str]] = []
-        for i, raw in enumerate(htmls):
-            html, extracted = prepare(raw)
-            out.append(extracted)
-            if extracted.error is None:
-                todo.append((i, html))
+        out, todo = sanitise_batch(htmls)
         self.extract_prepared(todo, urls, out)
-        for extracted in out:
-            _check_text(extracted)
+        check_texts(out)
         return out
 
     def extract_prepared(

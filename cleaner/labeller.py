@@ -36,6 +36,14 @@ RELATIVE_KEEP = 0.5
 
 
 @dataclass(frozen=True, slots=True)
+class LabelFailure:
+    """The labeller raised on this page (`cleaner/exception/<type>`), carried as a reason: an exception
+    from a model library may not survive pickling between processes."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class NoLabels:
     """A labeller's answer for a page it could not label, and why (`overflow`, `parse`, `engine_error`,
     ...): the cleaner's fallback cleans the page, and the page says so (Extracted.fallback)."""
@@ -96,6 +104,12 @@ class LabellerCleaner(BatchedCleaner[P, L]):
         self, todo: list[tuple[int, str]], urls: Sequence[str], out: list[Extracted]
     ) -> None:
         """prepare -> one labeller call -> render, keeping the preparation's reason for empty pages."""
+        pages = self.prepare_each(todo, out)
+        self.render_each(pages, self.label_each([page for _, page in pages]), out)
+
+    def prepare_each(self, todo: list[tuple[int, str]], out: list[Extracted]) -> list[tuple[int, P]]:
+        """(index, page as the labeller reads it) of each page worth labelling; the others get their
+        reason in `out`. CPU work only: no model is loaded."""
         pages: list[tuple[int, P]] = []
         for i, html in todo:
             try:
@@ -108,8 +122,19 @@ class LabellerCleaner(BatchedCleaner[P, L]):
                 out[i].error = empty(reason or "no_text")
             else:
                 pages.append((i, page))
-        results = self.label_each([page for _, page in pages])
+        return pages
+
+    def render_each(
+        self,
+        pages: Sequence[tuple[int, P]],
+        results: Sequence[L | NoLabels | LabelFailure | Exception],
+        out: list[Extracted],
+    ) -> None:
+        """Each page's text from its labels (or its fallback's, or the reason it has none) into `out`."""
         for (i, page), labels in zip(pages, results, strict=True):
+            if isinstance(labels, LabelFailure):
+                out[i].error = labels.reason
+                continue
             try:
                 if isinstance(labels, Exception):
                     raise labels
@@ -125,6 +150,13 @@ class LabellerCleaner(BatchedCleaner[P, L]):
                 continue
             if out[i].page is None:
                 out[i].error = empty(self.empty_reason(labels))
+
+    def label_sendable(self, pages: Sequence[P]) -> list[L | NoLabels | LabelFailure]:
+        """`label_each` with a labeller's exceptions as LabelFailure, which any process can unpickle."""
+        return [
+            LabelFailure(failed("cleaner", x)) if isinstance(x, Exception) else x
+            for x in self.label_each(list(pages))
+        ]
 
 
 class BlockLabellerCleaner(LabellerCleaner[SimplePage, np.ndarray]):

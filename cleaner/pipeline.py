@@ -99,21 +99,34 @@ def process_pages(
     spec as given. `langid` is `py3langid`, a lid.176 path, or None to skip language id.
     """
     started = time.perf_counter()
-    results = [PageResult(cleaner=cleaner_name) for _ in pages]
     try:
         cleaner = cached_cleaner(cleaner_name)
     except Exception as exc:
-        for result in results:
-            result.error = f"cleaner/init/{type(exc).__name__}"
-        return results
+        return [PageResult(cleaner=cleaner_name, error=f"cleaner/init/{type(exc).__name__}") for _ in pages]
     try:
         extracted = cleaner.clean_batch([html for html, _ in pages], [url for _, url in pages])
     except Exception as exc:  # a bug above must cost this batch its text, not the crawl its batch
         LOGGER.exception("cleaning a batch of %d pages failed", len(pages))
         extracted = [Extracted(error=failed("cleaner", exc)) for _ in pages]
-    for result, (_, url), one in zip(results, pages, extracted, strict=True):
+    urls = [url for _, url in pages]
+    return finish_extracted(extracted, urls, cleaner_name, scorer_names, langid, started)
+
+
+def finish_extracted(
+    extracted: Sequence[Extracted],
+    urls: Sequence[str],
+    cleaner_name: str,
+    scorer_names: tuple[str, ...],
+    langid: str | None,
+    started: float,
+    seconds: float = 0.0,
+) -> list[PageResult]:
+    """Language and scores for each cleaned page; the batch's time (`seconds` spent elsewhere, plus
+    this process's since `started`) shared evenly among its pages."""
+    results = [PageResult(cleaner=cleaner_name) for _ in extracted]
+    for result, url, one in zip(results, urls, extracted, strict=True):
         _finish(result, one, url, scorer_names, langid)
-    share = (time.perf_counter() - started) / max(len(pages), 1)
+    share = (seconds + time.perf_counter() - started) / max(len(results), 1)
     for result in results:
         result.seconds = share
     return results

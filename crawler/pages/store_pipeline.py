@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import multiprocessing
-import os
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -28,10 +26,10 @@ from crawler.pages.batch_cleaner import (
     WORKER_CRASH,
     WORKER_NICENESS,
     BatchCleaner,
-    init_worker,
     pool_shape,
 )
 from crawler.pages.sinks import CHECKPOINT_META, PAGES_SPOOL, PageSpool, SinkCheckpoint, TextSink
+from crawler.pages.staged_pool import cleaning_pool
 from crawler.run.run_stats import ATTEMPTS, STATS_META, dumps_stats
 from scheduler.lease import Lease
 from scheduler.scrapy_scheduler import page_fetched, page_recovered, page_scored, storage_failed
@@ -102,15 +100,8 @@ class CleanScoreStorePipeline:
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    def _make_pool(self) -> ProcessPoolExecutor:
-        # spawn, not fork: the parent runs a reactor and threads that must not be copied
-        context = multiprocessing.get_context("spawn")
-        return ProcessPoolExecutor(
-            max_workers=self.workers,
-            mp_context=context,
-            initializer=init_worker,
-            initargs=(self.niceness, os.getpid()),
-        )
+    def _make_pool(self) -> Executor:
+        return cleaning_pool(self.cleaner, self.workers, self.niceness)
 
     async def open_spider(self, spider: Any = None) -> None:
         self.text = TextSink(self.run_dir / "text", self.docs_per_file)
