@@ -153,3 +153,30 @@ def test_a_model_process_that_dies_costs_no_page(model_env: Path) -> None:
     results, report = asyncio.run(crawl())
     assert comparable(results) == expected
     assert report["clean/worker_crashes"] >= 1 and report["clean/crash_retries"] == len(pages)
+
+
+def test_score_labels_each_tasks_pages_in_one_model_call(
+    model_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cleaner.encoder import EncoderLabeller
+    from crawler.archive.score_warcs import score_pages
+    from crawler.archive.score_warcs_reader import HtmlPage
+
+    calls: list[int] = []
+    label = EncoderLabeller.label
+
+    def counted(self: EncoderLabeller, pages: Any) -> Any:
+        calls.append(len(pages))
+        return label(self, pages)
+
+    monkeypatch.setattr(EncoderLabeller, "label", counted)
+    pages = pages_of_every_kind()[:8]
+    task = [
+        HtmlPage(url, "a.example", "a.example", html.encode(), "utf-8", "x.warc.gz", i)
+        for i, (html, url) in enumerate(pages)
+    ]
+    rows, counts = score_pages(task, CLEANER, SCORERS, None)
+    assert calls == [8], "one labeller call for the task's eight pages, not one per page"
+    expected = [len(r.text) for r in process_pages(pages, CLEANER, SCORERS, None)]
+    assert [row["text_length"] for row in rows] == expected
+    assert not [key for key in counts if "exception" in key]

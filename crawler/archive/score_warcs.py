@@ -25,7 +25,8 @@ from typing import Any
 import pyarrow as pa
 from rich.console import Console
 
-from cleaner import decode_html, process_page
+from cleaner import decode_html
+from cleaner.pipeline import process_pages
 from cleaner.quality import DEFAULT_LANGID, DEFAULT_SCORER, get_scorer, score_column, scorer_column
 from cleaner.quality.langid import describe_identifier, get_language_identifier
 from cleaner.registry import cleaner_names
@@ -57,10 +58,11 @@ def _init_pool_worker(parent: int = 0) -> None:
 def score_pages(
     pages: list[HtmlPage], cleaner: str, scorers: tuple[str, ...], langid: str | None
 ) -> tuple[list[dict[str, Any]], Counter[str]]:
-    """Worker task: decode, clean, identify and score a handful of pages."""
+    """Worker task: decode, clean, identify and score a handful of pages (one cleaner call for them all,
+    so a model cleaner labels them in one batch)."""
     rows, counts = [], Counter[str]()
-    for page in pages:
-        result = process_page(decode_html(page.body, page.charset), page.url, cleaner, scorers, langid)
+    htmls = [(decode_html(page.body, page.charset), page.url) for page in pages]
+    for page, result in zip(pages, process_pages(htmls, cleaner, scorers, langid), strict=True):
         if result.error:
             counts[f"page/{result.error}"] += 1
         if result.fallback:  # a model cleaner could not label the page: its fallback's text is scored
