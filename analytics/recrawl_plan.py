@@ -23,6 +23,7 @@ from analytics.plan_budget import GuardReport, allocate
 from analytics.plan_config import PlanConfig
 from analytics.studies import coverage
 from analytics.study_inputs import InputError, Inputs
+from graph.ranks import PERCENTILE_COLUMNS
 
 PLAN_FORMAT = "hostcrawl-recrawl-plan-v1"
 GEM, UNDER_COVERED, UNDER_CRAWLED = "gem", "under-covered", "under-crawled last run"
@@ -90,8 +91,9 @@ def _index_candidates(con: duckdb.DuckDBPyConnection, inputs: Inputs, cfg: PlanC
     )
     if median_cov is None:
         raise InputError("no host has both a capture (nutch_fetched > 0) and an annotation: nothing to plan")
-    frame = con.sql(
+    con.execute(
         f"""
+        CREATE OR REPLACE TEMP TABLE candidates AS
         SELECT {HOST_FROM_SURT} AS host,
                CASE WHEN {coverage.gem_sql(median_cov, gem_density)} THEN '{GEM}' ELSE '{UNDER_COVERED}' END
                    AS reason,
@@ -101,15 +103,20 @@ def _index_candidates(con: duckdb.DuckDBPyConnection, inputs: Inputs, cfg: PlanC
         FROM cov
         WHERE coverage < {float(median_cov)} AND density >= {float(median_density)} AND unfetched > 0
         """
-    ).pl()
-    if inputs.ranks is not None:
-        frame = _with_ranks(con, inputs.ranks, frame)
-    else:  # the host index's own hcrank / prank, as percentiles among its annotated, captured hosts
+    )
+    if inputs.ranks is None:  # the host index's own hcrank / prank, as percentiles among its hosts
+        frame = con.sql("SELECT * FROM candidates").pl()
         frame = frame.with_columns(
             hc_percentile=_percentiles(con, "SELECT hc FROM cov WHERE hc IS NOT NULL", frame["hc"]),
             pr_percentile=_percentiles(con, "SELECT pr FROM cov WHERE pr IS NOT NULL", frame["pr"]),
         )
+    elif _has_own_percentiles(inputs.ranks):
+        con.execute("DROP TABLE cov")  # its memory is the join's now
+        frame = _with_ranks(con, inputs.ranks)
+    else:
+        frame = _with_rank_values(con, inputs.ranks, con.sql("SELECT * FROM candidates").pl())
     con.execute("DROP TABLE IF EXISTS cov")
+    con.execute("DROP TABLE candidates")
     cfg.crawl = crawl
     return frame.drop("hc", "pr").with_columns(
         pl.lit(float(median_cov)).alias("_median_coverage"), pl.lit(float(gem_density)).alias("_gem_density")
@@ -131,18 +138,45 @@ def _percentiles(con: duckdb.DuckDBPyConnection, sql: str, values: pl.Series) ->
     return pl.Series(np.where(np.isnan(x), np.nan, share)).fill_nan(None)
 
 
-def _with_ranks(con: duckdb.DuckDBPyConnection, ranks: Path, frame: pl.DataFrame) -> pl.DataFrame:
-    """HC/PR percentiles from the web-graph ranks parquet, joined on the www-insensitive host name."""
+def _has_own_percentiles(ranks: Path) -> bool:
+    """The ranks parquet carries each host's percentile in its release (`graph ranks`, `study synth`)."""
+    files = schema.check_columns(ranks, schema.RANKS_COLUMNS)
+    return set(PERCENTILE_COLUMNS) <= set(schema.columns_of(files[0]))
+
+
+def _with_ranks(con: duckdb.DuckDBPyConnection, ranks: Path) -> pl.DataFrame:
+    """The `candidates` table with the HC/PR percentiles of the ranks parquet's most central spelling of
+    each host (joined on the www-insensitive name), as the parquet has them: each host's position in its
+    whole release over the release's host count, what the crawl's priors read.
+
+    The join stays in DuckDB, under its memory limit, and only the candidates come out. At 100M ranks rows
+    (benchmarks/studies_at_scale.py) grouping every ranks row by host key and sorting each column in numpy
+    took 110 s and an 8.4 GB peak; one hash join probed by the ranks rows takes a third of that."""
+    files = schema.parquet_files(ranks)
+    return con.sql(
+        f"""WITH k AS (SELECT host, {db.www_key_sql("host")} AS key FROM candidates),
+                 r AS (SELECT {db.www_key_sql("host")} AS key, hc_percentile, pr_percentile
+                       FROM {db.parquet_source(files)}),
+                 p AS (SELECT k.host, max(r.hc_percentile)::DOUBLE AS hc_percentile,
+                              max(r.pr_percentile)::DOUBLE AS pr_percentile
+                       FROM k JOIN r ON r.key = k.key GROUP BY k.host)
+            SELECT c.*, p.hc_percentile, p.pr_percentile FROM candidates c LEFT JOIN p ON p.host = c.host"""
+    ).pl()
+
+
+def _with_rank_values(con: duckdb.DuckDBPyConnection, ranks: Path, frame: pl.DataFrame) -> pl.DataFrame:
+    """HC/PR percentiles from a ranks file without its own (only host, hc_val, pr_val): each value's share
+    of the file's hosts, joined on the www-insensitive host name."""
     from analytics.study import ranks_view
 
     ranks_view(con, ranks)
     con.execute("CREATE OR REPLACE TEMP TABLE plan_ranks AS SELECT * FROM ranks")  # the view's work, once
-    con.register("candidates", frame.select("host").to_arrow())
+    con.register("plan_hosts", frame.select("host").to_arrow())
     joined = con.sql(
-        f"""SELECT c.host, r.hc AS rank_hc, r.pr AS rank_pr FROM candidates c
+        f"""SELECT c.host, r.hc AS rank_hc, r.pr AS rank_pr FROM plan_hosts c
             LEFT JOIN plan_ranks r ON r.key = {db.www_key_sql("c.host")}"""
     ).pl()
-    con.unregister("candidates")
+    con.unregister("plan_hosts")
     frame = frame.join(joined, on="host", how="left")
     frame = frame.with_columns(
         hc_percentile=_percentiles(con, "SELECT hc FROM plan_ranks WHERE hc IS NOT NULL", frame["rank_hc"]),

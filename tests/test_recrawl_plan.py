@@ -134,14 +134,21 @@ def test_bad_inputs_fail_with_one_line_and_write_nothing(index: HostIndexFiles, 
     assert not list(tmp_path.glob("*.tmp"))
 
 
-def test_ranks_give_the_percentiles_and_synth_data_plans(tmp_path: Path) -> None:
+@pytest.mark.parametrize("own_percentiles", [True, False], ids=["ranks-percentiles", "values-only"])
+def test_ranks_give_the_percentiles_and_synth_data_plans(tmp_path: Path, own_percentiles: bool) -> None:
+    """A ranks parquet's own percentiles (graph ranks, study synth) are used as they are; a ranks file with
+    only host, hc_val and pr_val gets each value's share of its hosts. Either way they follow the values."""
     data = tmp_path / "synth"
     made = hostcrawl("study", "synth", "--hosts", "3000", "--out", str(data))
     assert made.returncode == 0, made.stderr
+    if not own_percentiles:
+        values = pl.read_parquet(data / "ranks.parquet", columns=["host", "hc_val", "pr_val"])
+        values.write_parquet(data / "ranks.parquet")
     out = tmp_path / "plan.parquet"
     process = hostcrawl("recrawl", "plan", "--data", str(data), "--budget", "2000", "--out", str(out))
     assert process.returncode == 0, process.stderr
     plan = pl.read_parquet(out)
+    assert plan["hc_percentile"].null_count() <= 0.1 * plan.height
     ranks = pl.read_parquet(data / "ranks.parquet", columns=["host", "hc_val"])
     ranks = ranks.with_columns(host=pl.col("host").str.replace(r"^www\.", ""))
     joined = plan.join(ranks, on="host")
