@@ -151,6 +151,11 @@ class LabellerCleaner(BatchedCleaner[P, L]):
             if out[i].page is None:
                 out[i].error = empty(self.empty_reason(labels))
 
+    def model_input(self, page: P) -> P:
+        """What of a prepared page the labeller reads, to send to a model process (the rest stays with
+        the process that renders it): the page itself unless a subclass can slim it."""
+        return page
+
     def label_sendable(self, pages: Sequence[P]) -> list[L | NoLabels | LabelFailure]:
         """`label_each` with a labeller's exceptions as LabelFailure, which any process can unpickle."""
         return [

@@ -44,6 +44,7 @@ class PreparedBatch:
     urls: list[str]
     out: list[Extracted]
     pages: list[tuple[int, Any]]
+    inputs: list[Any]  # what the model reads of each of `pages` (LabellerCleaner.model_input), in order
     seconds: float = 0.0  # time spent on the batch so far, in every process
 
 
@@ -63,14 +64,15 @@ def prepare_pages(pages: Sequence[tuple[str, str]], cleaner_name: str) -> Prepar
         cleaner = labeller_cleaner(cleaner_name)
     except Exception as exc:
         out = [Extracted(error=f"cleaner/init/{type(exc).__name__}") for _ in pages]
-        return PreparedBatch(urls, out, [], time.perf_counter() - started)
+        return PreparedBatch(urls, out, [], [], time.perf_counter() - started)
     try:
         out, todo = sanitise_batch([html for html, _ in pages])
         prepared = cleaner.prepare_each(todo, out)
     except Exception as exc:  # a bug above must cost this batch its text, not the crawl its batch
         LOGGER.exception("preparing a batch of %d pages failed", len(pages))
         out, prepared = [Extracted(error=failed("cleaner", exc)) for _ in pages], []
-    return PreparedBatch(urls, out, prepared, time.perf_counter() - started)
+    inputs = [cleaner.model_input(page) for _, page in prepared]
+    return PreparedBatch(urls, out, prepared, inputs, time.perf_counter() - started)
 
 
 def label_pages(pages: Sequence[Any], cleaner_name: str) -> tuple[list[Any], float]:
@@ -121,4 +123,4 @@ def warm_up_prepare(
 def warm_up_model(cleaner_name: str) -> None:
     """The model process's start-up: load the model and label one page."""
     batch = prepare_pages([(WARM_UP_PAGE, WARM_UP_URL)], cleaner_name)
-    label_pages([page for _, page in batch.pages], cleaner_name)
+    label_pages(batch.inputs, cleaner_name)

@@ -65,7 +65,7 @@ def test_the_three_stages_give_what_one_process_gives_page_for_page(model_env: P
     pages = pages_of_every_kind()
     whole = process_pages(pages, CLEANER, SCORERS)
     batch = prepare_pages(pages, CLEANER)
-    labels, seconds = label_pages([page for _, page in batch.pages], CLEANER)
+    labels, seconds = label_pages(batch.inputs, CLEANER)
     staged = finish_pages(batch, labels, seconds, CLEANER, SCORERS)
     assert comparable(staged) == comparable(whole)
     texts = [r.text for r in staged]
@@ -89,7 +89,7 @@ def test_a_model_that_cannot_load_fails_its_pages_with_a_reason(
     cached_cleaner.cache_clear()  # the cleaner keeps its labeller: build it anew with the missing model
     try:
         batch = prepare_pages(pages_of_every_kind()[:3], CLEANER)
-        labels, _ = label_pages([page for _, page in batch.pages], CLEANER)
+        labels, _ = label_pages(batch.inputs, CLEANER)
         results = finish_pages(batch, labels, 0.0, CLEANER, SCORERS)
     finally:
         cached_cleaner.cache_clear()

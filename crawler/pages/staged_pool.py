@@ -94,7 +94,7 @@ class StagedPool(Executor):
             return
         batch = call.result()
         try:
-            labelled = self.model.submit(label_pages, [page for _, page in batch.pages], cleaner)
+            labelled = self.model.submit(label_pages, batch.inputs, cleaner)
         except BaseException as exc:  # a broken or shut pool: the batch's future says so
             result.set_exception(exc)
             return
