@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import polars as pl
 import pytest
 
-from crawler.bench.replay import SimulatedCrawl, Timing, replay
+from crawler.bench.demo import last_fifth_pace
+from crawler.bench.replay import SimulatedCrawl, Timing, replay, tail_pace
 from crawler.testweb import TestWebConfig
 from crawler.testweb.model import SiteModel
 
@@ -73,3 +78,19 @@ def test_keep_busy_trades_pages_per_fetch_for_pages_per_hour() -> None:
     assert best_hour.hq_per_hour > best_fetch.hq_per_hour
     print(f"hq/fetch {best_fetch.hq_per_fetch:.3f} -> {best_hour.hq_per_fetch:.3f}, hq/hour "
           f"{best_fetch.hq_per_hour:.0f} -> {best_hour.hq_per_hour:.0f}")  # fmt: skip
+
+
+def test_the_pace_of_a_crawls_last_fifth_is_measured_against_its_mean(tmp_path: Path) -> None:
+    """A crawl that keeps its pace scores 1.0; one whose last fifth of pages crawls along (hosts waiting out
+    their delays) scores its slowdown, from the replay's clock or from a real run's pages.parquet."""
+    steady = [float(i) for i in range(1, 1001)]
+    assert tail_pace(steady, 0.0, 1000.0) == pytest.approx(1.0, rel=0.01)
+    stalled = [float(i) for i in range(1, 81)] + [80.0 + 4.0 * i for i in range(1, 21)]  # 4x slower
+    pace = tail_pace(stalled, 0.0, stalled[-1])
+    assert pace == pytest.approx((20 / (160 - 84)) / (100 / 160)) and pace < 0.7
+    start = datetime(2026, 12, 6, tzinfo=UTC)
+    times = [(start + timedelta(seconds=t)).isoformat() for t in [0.0, *stalled]]
+    pages = tmp_path / "pages.parquet"
+    pl.DataFrame({"fetched_at": times[::-1]}).write_parquet(pages)  # in any order
+    assert last_fifth_pace(pages) == pytest.approx(tail_pace([0.0, *stalled], 0.0, stalled[-1]))
+    assert last_fifth_pace(tmp_path / "none.parquet") is None

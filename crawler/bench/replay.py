@@ -26,6 +26,7 @@ import itertools
 import re
 import tempfile
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -244,11 +245,19 @@ class SimulatedCrawl:
     @property
     def tail_rate(self) -> float:
         """Pages per second over the last 20% of the fetches, over the crawl's mean pages per second."""
-        n = len(self.done_at)
-        start = self.done_at[int(0.8 * n)][0] if n >= 5 else 0.0
-        if n < 5 or self.clock <= 0 or self.clock <= start:
-            return 1.0
-        return ((n - int(0.8 * n)) / (self.clock - start)) / (n / self.clock)
+        return tail_pace([t for t, _ in self.done_at], 0.0, self.clock)
+
+
+def tail_pace(done: Sequence[float], start: float, end: float) -> float:
+    """Pages per second over the last 20% of a crawl's fetches (`done`: when each ended, in order) over its
+    mean pages per second from `start` to `end`; 1.0 when there are too few to tell."""
+    n = len(done)
+    if n < 5 or end <= start:
+        return 1.0
+    tail_start = done[int(0.8 * n)]
+    if end <= tail_start:
+        return 1.0
+    return ((n - int(0.8 * n)) / (end - tail_start)) / (n / (end - start))
 
 
 def replay(
