@@ -89,8 +89,9 @@ def test_the_pace_of_a_crawls_last_fifth_is_measured_against_its_mean(tmp_path: 
     pace = tail_pace(stalled, 0.0, stalled[-1])
     assert pace == pytest.approx((20 / (160 - 84)) / (100 / 160)) and pace < 0.7
     start = datetime(2026, 12, 6, tzinfo=UTC)
-    times = [(start + timedelta(seconds=t)).isoformat() for t in [0.0, *stalled]]
+    times = [start + timedelta(seconds=t) for t in [0.0, *stalled]]
     pages = tmp_path / "pages.parquet"
-    pl.DataFrame({"fetched_at": times[::-1]}).write_parquet(pages)  # in any order
+    pl.DataFrame({"fetched_at": times[::-1]}).write_parquet(pages)  # a run's column, in any order
+    assert pl.read_parquet(pages)["fetched_at"].dtype == pl.Datetime("us", "UTC")  # as write_tables writes it
     assert last_fifth_pace(pages) == pytest.approx(tail_pace([0.0, *stalled], 0.0, stalled[-1]))
     assert last_fifth_pace(tmp_path / "none.parquet") is None
