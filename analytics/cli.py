@@ -6,9 +6,12 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analytics.study_inputs import DEFAULT_SEED, DEFAULT_THRESHOLD, STUDY_ORDER, InputError, Inputs
+
+if TYPE_CHECKING:
+    import duckdb
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 STUDY_EPILOG = """\
@@ -252,7 +255,9 @@ def run_study(name: str, inputs: Inputs, out_root: Path, args: argparse.Namespac
         _run_in(db.connect(spill), name, inputs, out_root, args)
 
 
-def _run_in(con: Any, name: str, inputs: Inputs, out_root: Path, args: argparse.Namespace) -> None:
+def _run_in(
+    con: duckdb.DuckDBPyConnection, name: str, inputs: Inputs, out_root: Path, args: argparse.Namespace
+) -> None:
     """One study on `con` (closed afterwards): its folder is complete, or it is what it was before."""
     from analytics.studies import coverage, depth, icc, ksample, language, yieldsim
     from analytics.study import Output

@@ -59,7 +59,7 @@ def connect(temp_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
     con.execute("SET preserve_insertion_order = false")
     if temp_dir is not None:
         temp_dir.mkdir(parents=True, exist_ok=True)
-        con.execute(f"SET temp_directory = {quote(str(temp_dir))}")
+        con.execute(f"SET temp_directory = {duck.sql_string(str(temp_dir))}")
     return con
 
 
@@ -85,9 +85,6 @@ def interrupted(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and str(exc).startswith("Query interrupted")
 
 
-quote = duck.sql_string  # a SQL string literal
-
-
 def ident(name: str) -> str:
     """A SQL identifier, quoted so that column names such as `nutch_numRecords` keep their case."""
     return '"' + name.replace('"', '""') + '"'
@@ -95,7 +92,7 @@ def ident(name: str) -> str:
 
 def parquet_source(files: Sequence[Path], hive: bool = False) -> str:
     """read_parquet over files whose schemas may differ: columns are matched by name, missing ones NULL."""
-    listing = ", ".join(quote(str(f)) for f in files)
+    listing = ", ".join(duck.sql_string(str(f)) for f in files)
     return f"read_parquet([{listing}], union_by_name = true, hive_partitioning = {str(hive).lower()})"
 
 

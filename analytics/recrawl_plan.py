@@ -23,6 +23,7 @@ from analytics.plan_budget import GuardReport, allocate
 from analytics.plan_config import PlanConfig
 from analytics.studies import coverage
 from analytics.study_inputs import InputError, Inputs
+from graph.duck import sql_string
 from graph.ranks import PERCENTILE_COLUMNS
 
 PLAN_FORMAT = "hostcrawl-recrawl-plan-v1"
@@ -202,7 +203,7 @@ def _run_candidates(con: duckdb.DuckDBPyConnection, hosts: Path) -> pl.DataFrame
                NULL::DOUBLE AS hc_percentile, NULL::DOUBLE AS pr_percentile,
                {db.tld_sql("host")} AS tld, coalesce(language, '') AS language
         FROM run, m
-        WHERE state IN ({", ".join(db.quote(s) for s in LEFT_SHALLOW)}) AND density >= m.median
+        WHERE state IN ({", ".join(sql_string(s) for s in LEFT_SHALLOW)}) AND density >= m.median
               AND unfetched > 0
         """
     ).pl()
@@ -220,7 +221,7 @@ def _run_origins(con: duckdb.DuckDBPyConnection, hosts: Path) -> pl.DataFrame:
         return pl.DataFrame(schema={"host": pl.String, "origin": pl.String})
     return con.sql(
         f"""SELECT host, mode(regexp_extract(url, '^(https?://[^/?#]+)', 1)) AS origin
-            FROM read_parquet({db.quote(str(pages))}) WHERE status BETWEEN 200 AND 399 GROUP BY host"""
+            FROM read_parquet({sql_string(str(pages))}) WHERE status BETWEEN 200 AND 399 GROUP BY host"""
     ).pl()
 
 

@@ -11,7 +11,7 @@ import polars as pl
 import pyarrow as pa
 
 from analytics import db
-from graph.duck import arrow_batches
+from graph.duck import arrow_batches, sql_string
 from graph.ranks import RANKS_FORMAT, RanksWriter
 
 RANKS_INPUT = "ranks-input.parquet"  # staging only: never published
@@ -32,7 +32,7 @@ def write_ranks(release: str, path: Path, source: Path, total: int) -> None:
             SELECT host, hc_val, pr_val,
                    row_number() OVER (ORDER BY hc_val DESC, i) AS hc_pos,
                    row_number() OVER (ORDER BY pr_val DESC, i) AS pr_pos
-            FROM read_parquet({db.quote(str(source))})
+            FROM read_parquet({sql_string(str(source))})
         ) ORDER BY hc_pos
         """
     )

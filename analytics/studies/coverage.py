@@ -13,6 +13,7 @@ from analytics.stats import spearman_ci
 from analytics.studies import coverage_plots as plots
 from analytics.study import Output, md_table
 from analytics.study_inputs import DEFAULT_QUALITY, InputError, Inputs
+from graph.duck import sql_string
 
 GEM_QUALITY_QUANTILE = 0.9  # hidden gems: top-decile quality density ...
 LOW_COVERAGE = 20  # ... and the paper's "crawled below 20%" share of the missed pages
@@ -41,7 +42,7 @@ def coverage_table_sql(
 
     `extra` adds select expressions over `h` (host index) and `a` (annotations), e.g. for the recrawl plan."""
     crawl_join = " AND a.crawl = h.crawl" if crawl else ""
-    crawl_filter = f" AND h.crawl = {db.quote(crawl)}" if crawl else ""
+    crawl_filter = f" AND h.crawl = {sql_string(crawl)}" if crawl else ""
     more = f", {extra}" if extra else ""
     return f"""
         SELECT h.surt_host_name AS host, h.url_host_tld AS tld, h.nutch_fetched_pct::INTEGER AS coverage,
