@@ -8,6 +8,7 @@ import asyncio
 import os
 import random
 import signal
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -180,3 +181,46 @@ def test_score_labels_each_tasks_pages_in_one_model_call(
     expected = [len(r.text) for r in process_pages(pages, CLEANER, SCORERS, None)]
     assert [row["text_length"] for row in rows] == expected
     assert not [key for key in counts if "exception" in key]
+
+
+class CancelledOnSubmit(ThreadPoolExecutor):
+    """A model pool shut down with cancel_futures while a batch was on its way to it."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        cancelled: Future[Any] = Future()
+        cancelled.cancel()
+        return cancelled
+
+
+class ShutDown(ThreadPoolExecutor):
+    """A model pool shut down before the batch got to it."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        raise RuntimeError("cannot schedule new futures after shutdown")
+
+
+@pytest.mark.parametrize("gone", [CancelledOnSubmit, ShutDown])
+def test_a_batch_caught_between_a_replaced_pools_stages_is_retried_not_lost(
+    model_env: Path, gone: type[ThreadPoolExecutor]
+) -> None:
+    """When one pool breaks, BatchCleaner shuts the whole StagedPool down: a batch already prepared then
+    meets a shut model pool. Its pages must be retried on the new pool, not come back cancelled or failed."""
+    pages = pages_of_every_kind()[:6]
+    expected = comparable(process_pages(pages, CLEANER, SCORERS))
+    pools = iter(
+        [StagedPool(ThreadPoolExecutor, gone, 1), StagedPool(ThreadPoolExecutor, ThreadPoolExecutor, 1)]
+    )
+
+    async def crawl() -> tuple[list[PageResult], dict[str, float]]:
+        batcher = BatchCleaner(
+            lambda: next(pools), process_pages, (CLEANER, SCORERS), name=CLEANER, workers=1, batch_pages=8
+        )
+        try:
+            results = await asyncio.gather(*(batcher.clean(html, url) for html, url in pages))
+            return results, batcher.report()
+        finally:
+            batcher.close()
+
+    results, report = asyncio.run(crawl())
+    assert comparable(results) == expected
+    assert report["clean/crash_retries"] == len(pages)

@@ -15,6 +15,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from functools import partial
 from typing import Any
 
@@ -93,10 +94,13 @@ class StagedPool(Executor):
         if _passed_on(call, result):
             return
         batch = call.result()
+        if not batch.inputs:  # every page ended before the model: nothing to wait in its queue for
+            self._labelled(result, batch, cleaner, rest, _done(([], 0.0)))
+            return
         try:
             labelled = self.model.submit(label_pages, batch.inputs, cleaner)
-        except BaseException as exc:  # a broken or shut pool: the batch's future says so
-            result.set_exception(exc)
+        except BaseException as exc:
+            result.set_exception(_gone(exc))
             return
         labelled.add_done_callback(partial(self._labelled, result, batch, cleaner, rest))
 
@@ -109,7 +113,7 @@ class StagedPool(Executor):
         try:
             finished = self.cpu.submit(finish_pages, batch, labels, seconds, cleaner, *rest)
         except BaseException as exc:
-            result.set_exception(exc)
+            result.set_exception(_gone(exc))
             return
         finished.add_done_callback(partial(self._finished, result))
 
@@ -123,10 +127,25 @@ class StagedPool(Executor):
         self.model.shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
+def _gone(exc: BaseException) -> BaseException:
+    """A stage that could not be submitted: its pool broke, or was shut down because BatchCleaner replaced
+    the pool after the other one broke. Either way the batch is retried (BrokenProcessPool), not lost."""
+    if isinstance(exc, RuntimeError) and not isinstance(exc, BrokenProcessPool):
+        return BrokenProcessPool(f"a cleaning stage's pool was shut down: {exc}")
+    return exc
+
+
+def _done(value: Any) -> Future[Any]:
+    done: Future[Any] = Future()
+    done.set_result(value)
+    return done
+
+
 def _passed_on(call: Future[Any], result: Future[Any]) -> bool:
-    """A stage that was cancelled or failed ends the batch's future the same way; True when it did."""
+    """A stage that failed ends the batch's future the same way; True when it did. A stage is cancelled
+    only when its pool was shut down with work pending, after the other pool broke: the batch is retried."""
     if call.cancelled():
-        result.cancel()
+        result.set_exception(BrokenProcessPool("a cleaning stage was cancelled: its pool was replaced"))
         return True
     exc = call.exception()
     if exc is not None:
