@@ -108,7 +108,7 @@ class CleaningConfig:
     threshold: float = 0.5  # a page is curated when its first scorer exceeds this
     # per-language thresholds in place of `threshold`, e.g. {zh = 0.4}; the scheduler judges hosts by them
     language_thresholds: dict[str, float] = field(default_factory=dict)
-    workers: int = 0  # cleaning processes; 0 = one per core
+    workers: int = 0  # cleaning processes, 0 = one per core; for a model cleaner, model processes (0 = one)
     # Pages that opt out of AI training (noai, TDMRep) are archived but not curated unless this is set.
     curate_optout: bool = False
     # rescraper_v1's <rewrite> pages are text a model wrote, not the page's own: false keeps them out of
