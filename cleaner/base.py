@@ -62,6 +62,11 @@ def failed(stage: str, exc: BaseException) -> str:
     return f"{stage}/exception/{type(exc).__name__}"
 
 
+def init_failed(exc: BaseException) -> str:
+    """`cleaner/init/<type>`: the cleaner (or its model) could not be built, so no page got text."""
+    return f"cleaner/init/{type(exc).__name__}"
+
+
 def empty(reason: str) -> str:
     """`cleaner/empty/<reason>`: the page has no main text, and why."""
     return f"{EMPTY}/{reason}"

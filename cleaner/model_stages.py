@@ -19,14 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cleaner.base import Extracted, check_texts, failed, sanitise_batch
+from cleaner.base import Extracted, check_texts, failed, init_failed, sanitise_batch
 from cleaner.labeller import LabelFailure, LabellerCleaner, NoLabels
 from cleaner.pipeline import (
     WARM_UP_PAGE,
     PageResult,
     cached_cleaner,
     cached_identifier,
-    cached_scorer,
     finish_extracted,
 )
 from cleaner.quality.langid import DEFAULT_LANGID
@@ -63,7 +62,7 @@ def prepare_pages(pages: Sequence[tuple[str, str]], cleaner_name: str) -> Prepar
     try:
         cleaner = labeller_cleaner(cleaner_name)
     except Exception as exc:
-        out = [Extracted(error=f"cleaner/init/{type(exc).__name__}") for _ in pages]
+        out = [Extracted(error=init_failed(exc)) for _ in pages]
         return PreparedBatch(urls, out, [], [], time.perf_counter() - started)
     try:
         out, todo = sanitise_batch([html for html, _ in pages])
@@ -82,7 +81,7 @@ def label_pages(pages: Sequence[Any], cleaner_name: str) -> tuple[list[Any], flo
     try:
         labels: list[Any] = labeller_cleaner(cleaner_name).label_sendable(pages)
     except Exception as exc:
-        labels = [LabelFailure(f"cleaner/init/{type(exc).__name__}") for _ in pages]
+        labels = [LabelFailure(init_failed(exc)) for _ in pages]
     return labels, time.perf_counter() - started
 
 
@@ -111,11 +110,10 @@ def warm_up_prepare(
     cleaner_name: str, scorer_names: tuple[str, ...], langid: str | None = DEFAULT_LANGID
 ) -> None:
     """A CPU worker's start-up: the cleaner's preparation and fallback, scorers and language id, run once
-    (no model)."""
+    (no model). finish_pages loads the scorers on every page, text or not; language id only runs on a
+    page with text, which a cleaner without a fallback does not give here, so it is loaded on its own."""
     batch = prepare_pages([(WARM_UP_PAGE, WARM_UP_URL)], cleaner_name)
     finish_pages(batch, [NoLabels("warm_up")] * len(batch.pages), 0.0, cleaner_name, scorer_names, langid)
-    for name in scorer_names:
-        cached_scorer(name).score_one(WARM_UP_PAGE)
     if langid is not None:
         cached_identifier(langid).identify(WARM_UP_PAGE)
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from cleaner.base import Cleaner, Extracted, failed
+from cleaner.base import Cleaner, Extracted, failed, init_failed
 from cleaner.quality.langid import DEFAULT_LANGID, LanguageIdentifier, get_language_identifier
 from cleaner.quality.scorer_base import QualityScorer
 from cleaner.quality.scorer_specs import get_scorer
@@ -102,7 +102,7 @@ def process_pages(
     try:
         cleaner = cached_cleaner(cleaner_name)
     except Exception as exc:
-        return [PageResult(cleaner=cleaner_name, error=f"cleaner/init/{type(exc).__name__}") for _ in pages]
+        return [PageResult(cleaner=cleaner_name, error=init_failed(exc)) for _ in pages]
     try:
         extracted = cleaner.clean_batch([html for html, _ in pages], [url for _, url in pages])
     except Exception as exc:  # a bug above must cost this batch its text, not the crawl its batch
