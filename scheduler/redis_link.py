@@ -125,6 +125,9 @@ class RedisLink:
         self.politeness = PolitenessReader(frontier.client, frontier.key("politeness"))
         self.outbox: deque[Op] = deque()
         self.held: set[str] = set()  # lease ids this worker holds (renewed until done)
+        # claimed, not yet handed to the reactor: Redis went between the claim and reading their hosts'
+        # politeness rows. Renewed as held, so they must reach the reactor, or they would never end
+        self.undelivered: list[Claimed] = []
         self.wake = threading.Event()
         self.stopping = False
         self.thread = threading.Thread(target=self._run, name="hostcrawl-redis", daemon=True)
@@ -239,6 +242,8 @@ class RedisLink:
         if now >= self._next_shared:
             self.on_shared(*self.frontier.shared_policy_state())
             self._next_shared = now + SHARED_EVERY_S
+        if self.undelivered:  # before any new claim: _want does not count them
+            self._deliver()
         want = self.want()
         if want > 0 and now >= self._next_claim and not self.state.draining:
             self._claim(want)
@@ -345,8 +350,16 @@ class RedisLink:
             self._next_claim = time.monotonic() + CLAIM_IDLE_S
             return
         self.held.update(c.lease_id for c in claimed)
-        # the latest any worker learnt of these hosts (robots.txt may have been read since we last had one)
-        rows = self.politeness.rows(sorted({c.host for c in claimed}))
+        self.undelivered = claimed
+        self._deliver()
+
+    def _deliver(self) -> None:
+        """The claimed leases to the reactor, with the latest any worker learnt of their hosts (robots.txt
+        may have been read since we last had one). If Redis goes before the rows are read, the leases stay
+        in `undelivered` and the next turn after the outage delivers them: dropped here, they were renewed
+        for ever and fetched never, and with the budget spent every worker of the run waited on them."""
+        rows = self.politeness.rows(sorted({c.host for c in self.undelivered}))
+        claimed, self.undelivered = self.undelivered, []
         self.on_claimed(claimed, rows)
 
     def _status(self) -> None:
