@@ -54,7 +54,6 @@ class HostFrontier:
         self.unobserved = 0  # pages fetched whose score has not arrived yet
         bound = limits.max_unscored if policy.learns_from_scores else 0
         self.pipe = ScorePipe(bound, clock(), count)  # pages leased and unscored: in_flight + unobserved
-        self.awaiting: set[str] = set()  # hosts with pages fetched, scores not arrived (fetched > settled)
         self.score_lag = ScoreLag()
         self.seq = itertools.count()
         self.heap: list[tuple[tuple[float, ...], int, str, int]] = []
@@ -211,7 +210,7 @@ class HostFrontier:
             return None  # scores first
         self._refresh()
         lease = self._pop_urgent() or self._pop(self.heap)
-        if lease is None and self.in_flight < self.limits.fill_hosts and not self._waits_for_scores():
+        if lease is None and self.in_flight < self.limits.fill_hosts:
             lease = self._pop(self.fill_heap)
             if lease is not None:
                 self.count("frontier/filled_idle_capacity")
@@ -299,7 +298,6 @@ class HostFrontier:
             record.fetched += 1
             self.progress.fetched += 1
             self.unobserved += 1
-            self.awaiting.add(record.host)
             lease.fetch_number = self.progress.fetched
         elif lease.phase is Phase.SAMPLE:
             record.sample_handed -= 1  # never reached the host: draw another sample
@@ -348,12 +346,6 @@ class HostFrontier:
         """One of the host's fetched pages has its outcome (its score, or a retry replaced it)."""
         self.pipe.outcome(self.clock())
         record.settled += 1
-        if record.settled >= record.fetched:
-            self.awaiting.discard(record.host)
-
-    def _waits_for_scores(self) -> bool:
-        """Scores on their way for `fill_hosts` hosts, and a policy whose fillers would be blind now."""
-        return self.policy.fill_waits_for_scores and len(self.awaiting) >= self.limits.fill_hosts
 
     def _drop(self, record: HostRecord, reason: str) -> None:
         if record.state not in ENDED:

@@ -48,9 +48,6 @@ class FrontierLimits:
     threshold: float = 0.5  # a page counts as high quality above this score
     # Fewer hosts than this in flight: hosts the policy ranks "not now" may fill the idle capacity.
     # A polite crawl of one host at a time would take forever; this trades a little budget for time.
-    # For adaptive, also fewer hosts than this awaiting scores: scores on their way (a cleaning pool behind)
-    # that may make that many hosts eligible are waited for; fillers fetched then would be blind, and
-    # fetching faster than the pool cleans gains no time (Policy.fill_waits_for_scores).
     fill_hosts: int = 4
     # Pages leased and not yet scored, at most (0: no bound), for a policy that learns from scores
     # (Policy.learns_from_scores): with a cleaning pool behind, the crawl would run ahead of its evidence

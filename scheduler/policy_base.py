@@ -102,9 +102,6 @@ class Policy(ABC):
     key: ClassVar[str]  # the --policy name
     name: ClassVar[str]  # versioned name written into every output
     needs_truth: ClassVar[bool] = False  # reads the test web's ground truth: benchmarks only
-    # True: the crawl fills idle capacity (fill_priority) only while fewer than `fill_hosts` hosts have
-    # fetched pages awaiting their scores; else it waits for those scores (FrontierLimits.fill_hosts)
-    fill_waits_for_scores: ClassVar[bool] = False
     # True: its choices change with the scores, so the crawl keeps at most FrontierLimits.max_unscored
     # pages leased and unscored rather than fetch ahead of them
     learns_from_scores: ClassVar[bool] = False

@@ -220,17 +220,15 @@ class RedisFrontier:
         pick: Pick = lambda host, record, requests, urgent: 0,
         fill_hosts: int = 0,
         exploring: bool = True,
-        score_wait: int = 0,
         max_unscored: int = 0,
     ) -> list[Claimed]:
         """Leases up to n hosts, ready and best ranked first, and one URL of each (two round trips). Past
         the explore share (`exploring` False), new hosts and dormant ones are fillers: taken while fewer
-        than `fill_hosts` hosts are busy in the run and fewer than `score_wait` hosts have fetched pages
-        awaiting their scores (0: never wait), or when nothing else is queued (see CLAIM). None while the
-        run holds `max_unscored` leases (claimed and not recorded, by any worker; 0: no bound), but a dead
-        worker's URLs."""
+        than `fill_hosts` hosts are busy in the run, or when nothing else is queued (see CLAIM). None
+        while the run holds `max_unscored` leases (claimed and not recorded, by any worker; 0: no
+        bound), but a dead worker's URLs."""
         exploring_arg = "1" if exploring else "0"
-        limits = (fill_hosts, repr(FILL_FLOOR), exploring_arg, self.group_limit, score_wait, max_unscored)
+        limits = (fill_hosts, repr(FILL_FLOOR), exploring_arg, self.group_limit, max_unscored)
         leased = self._call("CLAIM", n, self.lease_ms, worker, budget, WINDOW, *limits)
         out, picks = [], []
         for lease_id, host, raw_record, urgent, window, unscored in leased:

@@ -106,7 +106,7 @@ class RedisLink:
         observe: Callable[..., tuple[str, tuple[float | None, bool], Any, SharedUpdate]],
         on_shared: Callable[[dict[str, float], dict[str, list[int]]], None],
         pick: Pick,
-        limits: Callable[[], tuple[int, bool, int, int]] = lambda: (0, True, 0, 0),
+        limits: Callable[[], tuple[int, bool, int]] = lambda: (0, True, 0),
     ) -> None:
         self.frontier = frontier
         self.worker = worker
@@ -117,7 +117,7 @@ class RedisLink:
         # (record JSON or None, host, phase, url, score, sitemap) -> (new record JSON, (rank or None for a
         # dropped host never to come back, judged), ScoreOutcome, SharedUpdate)
         self.observe = observe
-        self.limits = limits  # (fill hosts, exploring, score wait, max unscored): see RedisFrontier.claim
+        self.limits = limits  # (fill hosts, exploring, max unscored): see RedisFrontier.claim
         self.on_shared = on_shared  # the run's host means and shape counts, handed to the policy
         self.pick = pick  # which of a leased host's queued URLs to fetch (the policy's choice)
         self.observations: deque[tuple[Any, ...]] = deque()
@@ -342,9 +342,9 @@ class RedisLink:
             raise ValueError(f"unknown redis op {op.method}")
 
     def _claim(self, want: int) -> None:
-        fill_hosts, exploring, score_wait, max_unscored = self.limits()
+        fill_hosts, exploring, max_unscored = self.limits()
         claimed = self.frontier.claim(
-            want, self.worker, self.budget, self.pick, fill_hosts, exploring, score_wait, max_unscored
+            want, self.worker, self.budget, self.pick, fill_hosts, exploring, max_unscored
         )
         if not claimed:
             self._next_claim = time.monotonic() + CLAIM_IDLE_S

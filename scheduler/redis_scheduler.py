@@ -170,13 +170,13 @@ class RedisHostScheduler(HostScheduler):
         room = self.pipe.room(len(self.leases) + len(self.inbox) + self.in_transit, time.monotonic())
         return want if room < 0 else min(want, room)
 
-    def _claim_limits(self) -> tuple[int, bool, int, int]:
+    def _claim_limits(self) -> tuple[int, bool, int]:
         """SharedPolicy.claim_limits, without the run's unscored bound once this worker has had no score for
         SCORE_WAIT_LIMIT_S: lost scores (leases that never end) must not stall the run, as in one process."""
-        fill_hosts, exploring, score_wait, unscored = self.shared.claim_limits()
+        fill_hosts, exploring, unscored = self.shared.claim_limits()
         if unscored and self.pipe.stalled(time.monotonic()):
             unscored = 0
-        return fill_hosts, exploring, score_wait, unscored
+        return fill_hosts, exploring, unscored
 
     def pages_in_flight(self) -> int:
         return self.fetching

@@ -112,18 +112,16 @@ return out
 )
 
 # ARGV: how many, lease ms, worker id, budget (0 = none), window, fill hosts, fill floor, exploring ('1' or
-# '0'), group limit (requests in flight per politeness group, 0 for none: scheduler/redis_groups.py), score
-# wait (fillers wait while this many hosts have fetched pages awaiting their scores; 0: never), max unscored
-# (nothing but a dead worker's URLs is leased while the run holds this many leases; 0: no bound). Leases
-# hosts (not yet URLs): per lease id, host, the host's shared record (JSON or ''), '1' if what leads its queue
-# is a dead worker's (fetched first), the first `window` payloads of its queue (the worker picks one with
-# PICK) and how many of its fetched pages are not recorded yet. A host one of whose groups is at its limit is
-# passed over. Hosts the policy has not judged compete at their rank plus the aspiration boost while the run
-# is exploring; past its explore share they, and then dormant hosts ranked at or above the fill floor (dropped
-# on thin evidence), fill idle capacity: while fewer than `fill hosts` hosts are busy in the run and fewer
-# than `score wait` hosts have fetched pages awaiting their scores (`unscored`). Once no
-# other host has URLs queued, any of them is taken (new hosts first, then dormant ones, best first), as one
-# process widens its rules.
+# '0'), group limit (requests in flight per politeness group, 0 for none: scheduler/redis_groups.py), max
+# unscored (nothing but a dead worker's URLs is leased while the run holds this many leases; 0: no bound).
+# Leases hosts (not yet URLs): per lease id, host, the host's shared record (JSON or ''), '1' if what leads
+# its queue is a dead worker's (fetched first), the first `window` payloads of its queue (the worker picks one
+# with PICK) and how many of its fetched pages are not recorded yet. A host one of whose groups is at its
+# limit is passed over. Hosts the policy has not judged compete at their rank plus the aspiration boost while
+# the run is exploring; past its explore share they, and then dormant hosts ranked at or above the fill floor
+# (dropped on thin evidence), fill idle capacity: while fewer than `fill hosts` hosts are busy in the run.
+# Once no other host has URLs queued, any of them is taken (new hosts first, then dormant ones, best first),
+# as one process widens its rules.
 CLAIM = (
     _NOW
     + _PARK
@@ -133,8 +131,7 @@ local P = KEYS[1]
 local n, lease_ms, worker = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local budget, window = tonumber(ARGV[4]), tonumber(ARGV[5])
 local fill_hosts, fill_floor, exploring = tonumber(ARGV[6]), ARGV[7], ARGV[8] ~= '0'
-local group_limit, score_wait = tonumber(ARGV[9] or '0'), tonumber(ARGV[10] or '0')
-local max_unscored = tonumber(ARGV[11] or '0')
+local group_limit, max_unscored = tonumber(ARGV[9] or '0'), tonumber(ARGV[10] or '0')
 local SCAN = 64  -- ranked hosts looked at for one whose politeness groups are free
 local function first(name, floor)  -- the best host of a set (at or above floor) free to go, and its score
   while true do
@@ -186,7 +183,6 @@ local function filler()  -- when best() found none: a new host past the explore 
   if others_left == nil then others_left = others() end
   if others_left then  -- idle capacity, not scores on their way (as HostFrontier.next in one process)
     if redis.call('HLEN', P..'busy') >= fill_hosts then return nil end
-    if score_wait > 0 and redis.call('HLEN', P..'unscored') >= score_wait then return nil end
   end
   local how = others_left and 'filled_idle_capacity' or 'nothing_else_left'
   local h = not exploring and top('eligible_new', '-inf')

@@ -38,7 +38,6 @@ def load_frontier(frontier: HostFrontier) -> int:
         record.fetched += 1  # spent budget, though not yet settled
         record.sample_handed += phase is Phase.SAMPLE
         frontier.unobserved += 1
-        frontier.awaiting.add(page.host)  # its score comes when it is cleaned again
         frontier.recovered.append((lease, page))
     frontier.seq = itertools.count(store.top_position() + 1)
     frontier.progress.fetched = sum(r.fetched for r in frontier.hosts.values())

@@ -115,18 +115,16 @@ class SharedPolicy:
             self.policy.epoch(self.progress)  # the aspiration level, from every worker's hosts
             self._update_boost()
 
-    def claim_limits(self) -> tuple[int, bool, int, int]:
+    def claim_limits(self) -> tuple[int, bool, int]:
         """Hosts busy in the run below which fillers are claimed, whether the run still explores (the
-        policy's explore share, counted over every worker's fetches), the run's hosts with pages
-        awaiting their scores at which fillers wait (0: never; Policy.fill_waits_for_scores), and the
-        run's pages leased and unscored at which nothing more is claimed (0: no bound; run_max_unscored)."""
+        policy's explore share, counted over every worker's fetches), and the run's pages leased and
+        unscored at which nothing more is claimed (0: no bound; run_max_unscored)."""
         exploring = getattr(self.policy, "exploring", None)
-        score_wait = self.limits.fill_hosts if self.policy.fill_waits_for_scores else 0
         unscored = self.limits.run_max_unscored if self.policy.learns_from_scores else 0
         with self.lock:
             self._sync_explored()
             explores = True if exploring is None else bool(exploring(self.progress))
-            return self.limits.fill_hosts, explores, score_wait, unscored
+            return self.limits.fill_hosts, explores, unscored
 
     def pick(
         self, host: str, data: dict[str, Any], requests: list[QueuedRequest | None], urgent: bool

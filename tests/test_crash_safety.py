@@ -168,13 +168,11 @@ def test_a_page_fetched_but_not_scored_is_cleaned_again_not_fetched_again(tmp_pa
     [(lease, page)] = resumed.recovered
     assert (lease.url, page.html, lease.fetched) == (first.url, "<p>kept</p>", True)
     assert resumed.progress.fetched == 1 and resumed.budget_left() == 2  # its fetch stays spent
-    assert resumed.awaiting == {first.host}  # its score is on its way
     handed = [resumed.next(), resumed.next()]
     assert {h.url for h in handed if h} == {second.url, "http://c.example/"}
     assert resumed.next() is None  # budget spent; `first` is never handed out again
     resumed.observe(lease, 0.9)
     assert not list(resumed.store.fetched_pages())  # scored: done, gone from the frontier
-    assert first.host not in resumed.awaiting
 
 
 def test_a_host_or_politeness_row_that_is_not_json_is_refused(tmp_path: Path) -> None:

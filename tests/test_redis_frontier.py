@@ -293,17 +293,16 @@ def test_a_dormant_filler_uses_idle_capacity_only(frontier: RedisFrontier) -> No
     assert frontier.counters()["dormant/filled_idle_capacity"] == 1
 
 
-def test_fillers_wait_while_pages_await_their_scores(frontier: RedisFrontier) -> None:
-    """Idle because scores are on their way is not idle capacity: a filler then would be fetched blind."""
+def test_fillers_take_idle_capacity_while_scores_are_on_their_way(frontier: RedisFrontier) -> None:
+    """As in one process (test_idle_capacity_is_filled_while_scores_are_on_their_way): hosts resting
+    with their scores not back leave capacity idle, and a filler takes it; max_unscored bounds the run."""
     frontier.enqueue(urls(*((f"h{i}.example", p) for i in range(3) for p in ("/1", "/2"))))
     frontier.enqueue(urls(("thin.example", "/1")))
     frontier.drop("thin.example", "turned_bad", rank=FILL_FLOOR + 0.2)  # dropped on thin evidence
     leases = frontier.claim(3, "w1", 0)
     for lease in leases:  # fetched, and their hosts wait for their delay: no host is busy
         frontier.fetch_ended(lease.lease_id, 30.0, fetched=True)
-    assert frontier.claim(5, "w2", 0, fill_hosts=3, score_wait=3) == []  # but 3 hosts await scores
-    frontier.done(leases[0].lease_id, "w1")  # one is recorded: 2 hosts wait
-    assert hosts_of(frontier.claim(5, "w2", 0, fill_hosts=3, score_wait=3)) == ["thin.example"]
+    assert hosts_of(frontier.claim(5, "w2", 0, fill_hosts=3)) == ["thin.example"]  # 3 scores to come
     assert frontier.counters()["dormant/filled_idle_capacity"] == 1
 
 
