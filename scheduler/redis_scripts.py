@@ -181,7 +181,7 @@ local function top(name, floor)
 end
 local function filler()  -- when best() found none: a new host past the explore share, or a dormant one
   if others_left == nil then others_left = others() end
-  if others_left then  -- idle capacity, not scores on their way (as HostFrontier.next in one process)
+  if others_left then  -- idle capacity only (as HostFrontier.next in one process)
     if redis.call('HLEN', P..'busy') >= fill_hosts then return nil end
   end
   local how = others_left and 'filled_idle_capacity' or 'nothing_else_left'
