@@ -494,10 +494,11 @@ def test_leases_claimed_as_redis_goes_reach_the_worker_once_it_is_back(frontier:
         lambda *a: None, lambda *a: None, lambda *a: 0,
     )  # fmt: skip
     read_rows = link.politeness.rows
-    outage = [True]
+    reads: list[list[str]] = []
 
     def rows_then_outage(hosts: list[str]) -> Any:
-        if outage.pop() if outage else False:
+        reads.append(hosts)
+        if len(reads) == 1:  # the first read, right after the first claim
             raise redis.ConnectionError("Connection refused.")
         return read_rows(hosts)
 
