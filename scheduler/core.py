@@ -5,6 +5,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable
 from urllib.parse import urlsplit
@@ -17,7 +18,7 @@ from scheduler.lease import Lease, ScoreLag
 from scheduler.policy_base import CrawlProgress, Policy
 from scheduler.queue_window import QueuedUrl, QueueWindows
 from scheduler.sqlite_store import FetchedPage, SeenUrls, SQLiteFrontier
-from scheduler.urls import TrapGuard, canonical, fingerprint
+from scheduler.urls import TrapGuard, canonical, fingerprint, url_shape
 
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
 DIGITS = re.compile(r"\d+")
@@ -48,7 +49,10 @@ class HostFrontier:
         self.hosts: dict[str, HostRecord] = {}
         self.windows = QueueWindows(store, limits.memory_head, limits.memory_urls)
         self.seen = SeenUrls(store, in_memory=limits.memory_urls <= 0)
-        self.patterns: dict[str, Counter[str]] = {}
+        # URLs queued per (host, path shape), keyed by the pair's hash: a frontier of a million hosts keeps
+        # one small int per pair instead of a Counter and shape strings per host (two pairs sharing a hash
+        # would only share a count)
+        self.patterns: Counter[int] = Counter()
         self.progress = CrawlProgress(budget=limits.budget)
         self.in_flight = 0
         self.unobserved = 0  # pages fetched whose score has not arrived yet
@@ -74,7 +78,7 @@ class HostFrontier:
         if record is None:
             queue = self.windows.queue(name)
             record = self.hosts[name] = HostRecord(name, queue=queue, budget=self.limits.per_host_budget)
-            record.tld = name.rsplit(".", 1)[-1]
+            record.tld = sys.intern(name.rsplit(".", 1)[-1])  # one string per TLD, not one per host
             self.groups.add_host(name)
             self.on_new_host(record)
             self.count("host/discovered")
@@ -116,10 +120,9 @@ class HostFrontier:
             return "host_blocked"
         if len(record.queue) >= self.limits.per_host_queue:
             return "host_queue_full"
-        shape = DIGITS.sub("N", parts.path)
-        shapes = self.patterns.setdefault(host_name, Counter())
-        shapes[shape] += 1
-        if shapes[shape] > PATTERN_CAP and not force:
+        pattern = hash((host_name, DIGITS.sub("N", parts.path)))
+        self.patterns[pattern] += 1
+        if self.patterns[pattern] > PATTERN_CAP and not force:
             return "trap/pattern_explosion"
         if not force:
             self.seen.add(fp)
@@ -128,8 +131,9 @@ class HostFrontier:
         # its place in the host's queue: retries and sitemaps before everything queued so far
         front = after is not None or (discover and not behind)
         position = -next(self.seq) if after is not None else -seq if front else seq
-        row_id = self.store.push(host_name, url, depth, seq, extra, discover, position)
-        item = QueuedUrl(url, depth, seq, row_id, extra, discover, position)
+        shape = sys.intern(url_shape(url))  # a few shapes, held by millions of queued URLs
+        row_id = self.store.push(host_name, url, depth, seq, extra, discover, position, shape)
+        item = QueuedUrl(url, depth, seq, row_id, extra, discover, position, shape)
         if front:
             record.queue.appendleft(item)  # finish what was started before starting anything new
         else:

@@ -19,23 +19,24 @@ def domain_group(host: str) -> str:
 class PolitenessGroups:
     def __init__(self, limit: int) -> None:
         self.limit = limit  # requests in flight per group; 0 = groups are not limited
-        self.members: dict[str, set[str]] = {}
-        self.of: dict[str, list[str]] = {}  # host -> its groups
+        # group -> its hosts (a list: most groups have one host, and a one-item set takes 216 bytes)
+        self.members: dict[str, list[str]] = {}
+        self.of: dict[str, tuple[str, ...]] = {}  # host -> its groups
         self.busy: Counter[str] = Counter()
         self.out: dict[str, list[Lease]] = {}  # host -> its leases in flight
 
     def add_host(self, host: str) -> None:
         if host not in self.of:
-            self.of[host] = []
+            self.of[host] = ()
             self.join(host, domain_group(host))
 
     def join(self, host: str, group: str) -> None:
         """`host` belongs to `group` (e.g. `ip:203.0.113.7`); its requests in flight count there now."""
-        groups = self.of.setdefault(host, [])
+        groups = self.of.get(host, ())
         if group in groups:
             return
-        groups.append(group)
-        self.members.setdefault(group, set()).add(host)
+        self.of[host] = (*groups, group)
+        self.members.setdefault(group, []).append(host)  # once: `host` was not in it
         for lease in self.out.get(host, ()):
             lease.groups += (group,)
             self.busy[group] += 1
@@ -60,10 +61,14 @@ class PolitenessGroups:
         out = self.out.get(lease.host, [])
         if lease in out:
             out.remove(lease)
+        if not out:
+            self.out.pop(lease.host, None)  # a frontier of a million hosts keeps no list for each
         waiting: set[str] = set()
         for group in lease.groups:
             self.busy[group] -= 1
+            if self.busy[group] <= 0:
+                del self.busy[group]
             if self.shared(group):
-                waiting |= self.members[group]
+                waiting.update(self.members[group])
         waiting.discard(lease.host)
         return waiting

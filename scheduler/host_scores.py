@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduler.hosts import HostRecord, HostState, Phase
+from scheduler.hosts import NO_SCORES, NO_SHAPES, HostRecord, HostState, Phase
 from scheduler.policy_base import Policy, has_page
 from scheduler.urls import url_shape
 
@@ -31,6 +31,14 @@ def record_score(
 ) -> ScoreOutcome:
     """`value` is the page's score (0.0 for a page that was not HTML or failed; `sitemap` then says
     a discovery page was read)."""
+    # the host's first score (or first since a resume restored its scores but not its shapes): its own
+    # containers replace the shared empty ones
+    if record.scores is NO_SCORES:
+        record.scores = []
+    if record.sample_scores is NO_SCORES:
+        record.sample_scores = []
+    if record.shapes is NO_SHAPES:
+        record.shapes = {}
     record.scores.append(value)
     high = value > threshold
     if phase is not Phase.DISCOVER:

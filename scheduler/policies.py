@@ -21,7 +21,6 @@ from scheduler.policy_base import (
     shallowest,
     size_bonus,
 )
-from scheduler.urls import url_shape
 
 __all__ = ["POLICIES", "TRUTH_POLICIES", "PolicyConfig", "make_policy"]
 
@@ -116,7 +115,7 @@ class SampleThenDeepen(Policy):
         # sample the host's most common kind of page (what deepening would fetch), spread over the
         # queue rather than the first links of the home page
         window = list(itertools.islice(host.queue, SAMPLE_WINDOW))
-        shapes = [None if item.discover else url_shape(item.url) for item in window]
+        shapes = [None if item.discover else item.shape for item in window]
         common = Counter(s for s in shapes if s is not None).most_common(1)[0][0]
         candidates = [index for index, shape in enumerate(shapes) if shape == common]
         step = max(1, len(candidates) // (self.config.sample_pages + 1))

@@ -12,7 +12,6 @@ from typing import ClassVar
 from urllib.parse import urlsplit
 
 from scheduler.hosts import HostRecord, Phase
-from scheduler.urls import url_shape
 
 Priority = tuple[float, ...]  # compared lexicographically, larger first
 
@@ -126,7 +125,7 @@ class Policy(ABC):
         sitemap is read and index pages find nothing new, bad on the other hosts too."""
         best, best_mean = None, -1.0
         for index, item in enumerate(itertools.islice(host.queue, SHAPE_WINDOW)):
-            shape = url_shape(item.url)
+            shape = item.shape
             if item.discover or host.shape_mean(shape) <= BAD_SHAPE_MEAN:
                 continue
             mean = host.shape_mean(shape, self.shape_prior(shape), SHAPE_PRIOR_WEIGHT)

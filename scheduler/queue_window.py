@@ -10,14 +10,19 @@ then the least recently used hosts are trimmed back to their heads. What is in m
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+import sys
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from scheduler.urls import url_shape
+
 # Queued URLs each host keeps in memory while no policy looks further: the adaptive policy's priority reads
-# a host's first linked page, which is nearly always among the first few.
-MEMORY_HEAD = 4
+# a host's first linked page, which is nearly always the first or, behind the home page, the second. 2, not 4:
+# each URL held costs about 230 bytes in every host of the table (benchmarks/scheduler_cost.py, 100,000
+# hosts x 10 URLs: next+end+observe 2,140/s at 2 against 2,167/s at 4, peak RSS 350 MB against 393 MB).
+MEMORY_HEAD = 2
 # URLs the most recently used hosts keep in memory beyond their heads: ~25 MB (about 250 bytes a URL), enough
 # for 1,500 hosts being deepened with a 64-URL window each, small next to 100,000 host records (~300 MB)
 MEMORY_URLS = 100_000
@@ -36,6 +41,14 @@ class QueuedUrl:
     extra: bytes | None = None  # JSON request meta a retry or redirect must keep
     discover: bool = False  # a sitemap: fetched before samples, never scored as one
     position: int = 0  # its place in the host's queue, as the store orders it
+    # what kind of page it likely is (urls.url_shape), computed once when the URL is queued and stored with
+    # it: the policies read the shapes of every URL they look at, and a queue paged in again from disk would
+    # otherwise compute them again each time (at 100 URLs a host, most of the hand-out's time)
+    shape: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.shape:
+            self.shape = sys.intern(url_shape(self.url))
 
 
 class QueueStore(Protocol):
@@ -86,7 +99,9 @@ class HostQueue:
 
     def __init__(self, host: str = "", windows: QueueWindows | None = None) -> None:
         self.host = host
-        self.items: deque[QueuedUrl] = deque()  # the first len(items) URLs of the queue
+        # the first len(items) URLs of the queue; a list, not a deque: an empty deque takes 760 bytes, and a
+        # frontier of a million hosts holds a queue for each (a list of the 4-URL head takes 88)
+        self.items: list[QueuedUrl] = []
         self.size = 0  # queued URLs, in memory or not
         self.windows = windows  # None: a queue without a store (everything in memory)
 
@@ -128,7 +143,7 @@ class HostQueue:
 
     def appendleft(self, item: QueuedUrl) -> None:
         self.size += 1
-        self.items.appendleft(item)
+        self.items.insert(0, item)
         if self.windows is not None:
             self.windows.in_memory += 1
             self.windows.used(self)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +22,9 @@ from scheduler.queue_window import QueuedUrl
 
 APPLICATION_ID = 0x68637277  # "hcrw": marks the file as a hostcrawl frontier
 # 2: request meta as JSON (1 pickled it), fetched pages kept until scored; 3: each queued URL's place in
-# its host's queue (`position`), so that the queue can be paged in from disk in order (queue_window.py)
-SCHEMA_VERSION = 3
+# its host's queue (`position`), so that the queue can be paged in from disk in order (queue_window.py);
+# 4: each queued URL's shape (urls.url_shape), so that a queue paged in again is not parsed again
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -37,6 +39,7 @@ CREATE TABLE IF NOT EXISTS queue (
     state INTEGER NOT NULL DEFAULT 0,  -- 0 pending, 1 handed out (in flight), 2 fetched, not yet scored
     discover INTEGER NOT NULL DEFAULT 0,  -- sitemaps: fetched first, never a quality sample
     extra BLOB,  -- JSON request meta a retry or redirect keeps
+    shape TEXT,  -- urls.url_shape(url); NULL in a queue of schema 3 or older (computed as it is read)
     page TEXT,  -- state 2: the page record (JSON) written once its score is back
     html BLOB  -- state 2: the page's HTML (zstd), cleaned again on resume instead of fetched again
 );
@@ -145,8 +148,8 @@ class SQLiteFrontier:
                 "point --resume at a run directory hostcrawl created"
             )
         row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is not None and int(row[0]) == 2:
-            self._migrate_from_2()
+        if row is not None and int(row[0]) in (2, 3):
+            self._migrate_from(int(row[0]))
             return
         if row is None or int(row[0]) != SCHEMA_VERSION:
             raise FrontierError(
@@ -154,12 +157,15 @@ class SQLiteFrontier:
                 "resume it with the hostcrawl version that created it"
             )
 
-    def _migrate_from_2(self) -> None:
-        """Schema 2 kept no queue positions: each host's queue is in row order, as its resume read it."""
+    def _migrate_from(self, version: int) -> None:
+        """Schema 2 kept no queue positions (each host's queue is in row order, as its resume read it), and
+        schemas 2 and 3 no URL shapes (NULL: computed as the rows are read)."""
         self.db.execute("BEGIN")
-        self.db.execute("ALTER TABLE queue ADD COLUMN position INTEGER NOT NULL DEFAULT 0")
-        self.db.execute("UPDATE queue SET position=id")
-        self.db.execute("DROP INDEX IF EXISTS queue_state")
+        if version == 2:
+            self.db.execute("ALTER TABLE queue ADD COLUMN position INTEGER NOT NULL DEFAULT 0")
+            self.db.execute("UPDATE queue SET position=id")
+            self.db.execute("DROP INDEX IF EXISTS queue_state")
+        self.db.execute("ALTER TABLE queue ADD COLUMN shape TEXT")
         self.db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
         self.db.execute("COMMIT")
 
@@ -194,11 +200,12 @@ class SQLiteFrontier:
         extra: bytes | None,
         discover: bool = False,
         position: int = 0,
+        shape: str | None = None,
     ) -> int:
         cursor = self.db.execute(
-            "INSERT INTO queue (host, url, depth, seq, extra, discover, position) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (host, url, depth, seq, extra, int(discover), position),
+            "INSERT INTO queue (host, url, depth, seq, extra, discover, position, shape) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (host, url, depth, seq, extra, int(discover), position, shape),
         )
         return int(cursor.lastrowid or 0)
 
@@ -206,13 +213,14 @@ class SQLiteFrontier:
         """The host's queued URLs in queue order, after position `after` (None: from the front);
         `limit` -1: all of them."""
         query = (
-            "SELECT url, depth, seq, id, extra, discover, position FROM queue "
+            "SELECT url, depth, seq, id, extra, discover, position, shape FROM queue "
             "WHERE host=? AND state=? AND position>? ORDER BY position LIMIT ?"
         )
         rows = self.db.execute(query, (host, PENDING, FIRST_POSITION if after is None else after, limit))
+        # a few shapes repeat over millions of rows: one string each ('' for an old row: computed now)
         return [
-            QueuedUrl(url, depth, seq, row_id, extra, bool(d), pos)
-            for url, depth, seq, row_id, extra, d, pos in rows
+            QueuedUrl(url, depth, seq, row_id, extra, bool(d), pos, sys.intern(shape) if shape else "")
+            for url, depth, seq, row_id, extra, d, pos, shape in rows
         ]
 
     def drop_queued(self, host: str) -> None:
