@@ -259,9 +259,8 @@ class HostFrontier:
         if index is None:  # only URLs of shapes that have been bad on this host are left
             self._drop(record, "only_bad_urls_left")
             return None
-        item = record.queue[index]
+        item = record.queue.take(index)
         phase = Phase.DISCOVER if discover else self.policy.phase_of(record, item.url)
-        del record.queue[index]
         record.in_flight += 1
         self.in_flight += 1
         if phase is Phase.SAMPLE:

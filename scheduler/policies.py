@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import Counter
 from urllib.parse import urlsplit
@@ -114,8 +113,7 @@ class SampleThenDeepen(Policy):
             return self.best_shaped(host)  # deepen with the kind of page that has been good here
         # sample the host's most common kind of page (what deepening would fetch), spread over the
         # queue rather than the first links of the home page
-        window = list(itertools.islice(host.queue, SAMPLE_WINDOW))
-        shapes = [None if item.discover else item.shape for item in window]
+        shapes = host.queue.shapes(SAMPLE_WINDOW)  # read, not paged in: the sample takes one of them
         common = Counter(s for s in shapes if s is not None).most_common(1)[0][0]
         candidates = [index for index, shape in enumerate(shapes) if shape == common]
         step = max(1, len(candidates) // (self.config.sample_pages + 1))

@@ -124,9 +124,8 @@ class Policy(ABC):
         of a shape that has been bad on this host itself (a junk section, a trap), or, once the host's
         sitemap is read and index pages find nothing new, bad on the other hosts too."""
         best, best_mean = None, -1.0
-        for index, item in enumerate(itertools.islice(host.queue, SHAPE_WINDOW)):
-            shape = item.shape
-            if item.discover or host.shape_mean(shape) <= BAD_SHAPE_MEAN:
+        for index, shape in enumerate(host.queue.shapes(SHAPE_WINDOW)):  # (not paged in: one is taken)
+            if shape is None or host.shape_mean(shape) <= BAD_SHAPE_MEAN:
                 continue
             mean = host.shape_mean(shape, self.shape_prior(shape), SHAPE_PRIOR_WEIGHT)
             if host.sitemap_read and mean <= BAD_SHAPE_MEAN:

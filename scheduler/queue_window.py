@@ -54,7 +54,9 @@ class QueuedUrl:
 class QueueStore(Protocol):
     """What a window needs of the store: the host's queued rows in queue order, and dropping them."""
 
-    def queued(self, host: str, after: int | None, limit: int) -> list[QueuedUrl]: ...
+    def queued(self, host: str, after: int | None, limit: int, skip: int = 0) -> list[QueuedUrl]: ...
+
+    def queued_shapes(self, host: str, after: int | None, limit: int) -> list[str | None]: ...
 
     def drop_queued(self, host: str) -> None: ...
 
@@ -124,12 +126,36 @@ class HostQueue:
             self._page_in(index + 1)
         return self.items[index]
 
-    def __delitem__(self, index: int) -> None:
-        del self.items[index]
+    def take(self, index: int) -> QueuedUrl:
+        """Remove and return the URL at `index`; one beyond the window is read alone, and the URLs before
+        it stay on disk."""
+        windows = self.windows
+        if index < len(self.items) or windows is None or windows.store is None:
+            item = self.items.pop(index)
+            if windows is not None:
+                windows.in_memory -= 1
+                windows.used(self)
+        else:
+            after = self.items[-1].position if self.items else None
+            item = windows.store.queued(self.host, after, 1, skip=index - len(self.items))[0]
+            windows.paged_in += 1
         self.size -= 1
-        if self.windows is not None:
-            self.windows.in_memory -= 1
-            self.windows.used(self)
+        return item
+
+    def shapes(self, limit: int) -> list[str | None]:
+        """The shapes of the first `limit` queued URLs (None: a discovery URL), read from the store for those
+        beyond the window without paging them in: a policy chooses one of up to 2,000 (a sample) or 64."""
+        found = [None if item.discover else item.shape for item in self.items[:limit]]
+        windows = self.windows
+        if (
+            len(found) < limit
+            and len(self.items) < self.size
+            and windows is not None
+            and windows.store is not None
+        ):
+            after = self.items[-1].position if self.items else None
+            found += windows.store.queued_shapes(self.host, after, limit - len(found))
+        return found
 
     def append(self, item: QueuedUrl) -> None:
         """At the back: kept in memory only while the whole queue is and it is shorter than the head."""

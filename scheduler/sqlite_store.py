@@ -19,6 +19,7 @@ from typing import Any
 import zstandard
 
 from scheduler.queue_window import QueuedUrl
+from scheduler.urls import url_shape
 
 APPLICATION_ID = 0x68637277  # "hcrw": marks the file as a hostcrawl frontier
 # 2: request meta as JSON (1 pickled it), fetched pages kept until scored; 3: each queued URL's place in
@@ -209,19 +210,29 @@ class SQLiteFrontier:
         )
         return int(cursor.lastrowid or 0)
 
-    def queued(self, host: str, after: int | None, limit: int) -> list[QueuedUrl]:
-        """The host's queued URLs in queue order, after position `after` (None: from the front);
-        `limit` -1: all of them."""
+    def queued(self, host: str, after: int | None, limit: int, skip: int = 0) -> list[QueuedUrl]:
+        """The host's queued URLs in queue order, after position `after` (None: from the front) and the
+        `skip` that follow it; `limit` -1: all of them."""
         query = (
             "SELECT url, depth, seq, id, extra, discover, position, shape FROM queue "
-            "WHERE host=? AND state=? AND position>? ORDER BY position LIMIT ?"
+            "WHERE host=? AND state=? AND position>? ORDER BY position LIMIT ? OFFSET ?"
         )
-        rows = self.db.execute(query, (host, PENDING, FIRST_POSITION if after is None else after, limit))
+        first = FIRST_POSITION if after is None else after
+        rows = self.db.execute(query, (host, PENDING, first, limit, skip))
         # a few shapes repeat over millions of rows: one string each ('' for an old row: computed now)
         return [
             QueuedUrl(url, depth, seq, row_id, extra, bool(d), pos, sys.intern(shape) if shape else "")
             for url, depth, seq, row_id, extra, d, pos, shape in rows
         ]
+
+    def queued_shapes(self, host: str, after: int | None, limit: int) -> list[str | None]:
+        """The shapes of the host's queued URLs, as `queued` orders them (None: a discovery URL)."""
+        query = (
+            "SELECT discover, shape, iif(shape IS NULL, url, NULL) FROM queue "
+            "WHERE host=? AND state=? AND position>? ORDER BY position LIMIT ?"
+        )
+        rows = self.db.execute(query, (host, PENDING, FIRST_POSITION if after is None else after, limit))
+        return [None if d else sys.intern(shape or url_shape(url)) for d, shape, url in rows]
 
     def drop_queued(self, host: str) -> None:
         self.db.execute("DELETE FROM queue WHERE host=? AND state=?", (host, PENDING))
