@@ -24,7 +24,7 @@ from scheduler.urls import url_shape
 # hosts x 10 URLs: next+end+observe 2,140/s at 2 against 2,167/s at 4, peak RSS 350 MB against 393 MB).
 MEMORY_HEAD = 2
 # URLs the most recently used hosts keep in memory beyond their heads: ~25 MB (about 250 bytes a URL), enough
-# for 1,500 hosts being deepened with a 64-URL window each, small next to 100,000 host records (~300 MB)
+# for 1,500 hosts being deepened with a 64-URL window each, small next to 100,000 host records (~150 MB)
 MEMORY_URLS = 100_000
 UNBOUNDED = 1 << 62  # a head no queue reaches: every queued URL stays in memory
 # Rows read per page-in at least: a deepening pick reads 64 URLs (policy_base.SHAPE_WINDOW), a sample up to
@@ -102,7 +102,7 @@ class HostQueue:
     def __init__(self, host: str = "", windows: QueueWindows | None = None) -> None:
         self.host = host
         # the first len(items) URLs of the queue; a list, not a deque: an empty deque takes 760 bytes, and a
-        # frontier of a million hosts holds a queue for each (a list of the 4-URL head takes 88)
+        # frontier of a million hosts holds a queue for each (a list of a 2-URL head takes 72)
         self.items: list[QueuedUrl] = []
         self.size = 0  # queued URLs, in memory or not
         self.windows = windows  # None: a queue without a store (everything in memory)
