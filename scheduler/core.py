@@ -16,9 +16,9 @@ from scheduler.host_scores import next_in_host, record_score
 from scheduler.hosts import PARKED, HostRecord, HostState, Phase, host_state
 from scheduler.lease import Lease, ScoreLag
 from scheduler.policy_base import CrawlProgress, Policy
-from scheduler.queue_window import QueuedUrl, QueueWindows
+from scheduler.queue_window import QueuedUrl, QueueWindows, queued_shape
 from scheduler.sqlite_store import FetchedPage, SeenUrls, SQLiteFrontier
-from scheduler.urls import TrapGuard, canonical, fingerprint, url_shape
+from scheduler.urls import TrapGuard, canonical, fingerprint
 
 PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
 DIGITS = re.compile(r"\d+")
@@ -131,7 +131,7 @@ class HostFrontier:
         # its place in the host's queue: retries and sitemaps before everything queued so far
         front = after is not None or (discover and not behind)
         position = -next(self.seq) if after is not None else -seq if front else seq
-        shape = sys.intern(url_shape(url))  # a few shapes, held by millions of queued URLs
+        shape = queued_shape(url)
         row_id = self.store.push(host_name, url, depth, seq, extra, discover, position, shape)
         item = QueuedUrl(url, depth, seq, row_id, extra, discover, position, shape)
         if front:

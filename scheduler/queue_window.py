@@ -2,9 +2,10 @@
 
 Every queued URL is a row of the store (written through on enqueue); memory holds a prefix of each host's
 queue in queue order. A host keeps `head` URLs while nothing looks further; when a policy looks further
-(a sample drawn from the host's most common kind of page, a deepening pick by URL shape) more rows are paged
-in, and the hosts that did so most recently keep them until the URLs held beyond the heads pass a budget:
-then the least recently used hosts are trimmed back to their heads. What is in memory is therefore at most
+(bfs's shallowest URL, a host's first linked page) more rows are paged in, and the hosts that did so most
+recently keep them until the URLs held beyond the heads pass a budget: then the least recently used hosts
+are trimmed back to their heads. A sample or a deepening pick pages nothing in: it reads the shapes of the
+URLs it chooses from, and takes the one it chose. What is in memory is therefore at most
 `head` x hosts + budget (+ the one window being read), whatever is queued on disk.
 """
 
@@ -27,8 +28,8 @@ MEMORY_HEAD = 2
 # for 1,500 hosts being deepened with a 64-URL window each, small next to 100,000 host records (~150 MB)
 MEMORY_URLS = 100_000
 UNBOUNDED = 1 << 62  # a head no queue reaches: every queued URL stays in memory
-# Rows read per page-in at least: a deepening pick reads 64 URLs (policy_base.SHAPE_WINDOW), a sample up to
-# 2,000; one query for most hosts instead of one per few URLs.
+# Rows read per page-in at least: what iterates over a queue (bfs's shallowest URL, a host's first linked
+# page) reads up to 64 URLs (policy_base.SHAPE_WINDOW); one query for most hosts instead of one per few.
 PAGE_ROWS = 64
 
 
@@ -48,7 +49,13 @@ class QueuedUrl:
 
     def __post_init__(self) -> None:
         if not self.shape:
-            self.shape = sys.intern(url_shape(self.url))
+            self.shape = queued_shape(self.url)
+
+
+def queued_shape(url: str, stored: str | None = None) -> str:
+    """A queued URL's shape: the one stored with it, or computed (a row queued by schema 3 or older); one
+    string per shape, however many queued URLs hold it."""
+    return sys.intern(stored or url_shape(url))
 
 
 class QueueStore(Protocol):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +17,7 @@ from typing import Any
 
 import zstandard
 
-from scheduler.queue_window import QueuedUrl
-from scheduler.urls import url_shape
+from scheduler.queue_window import QueuedUrl, queued_shape
 
 APPLICATION_ID = 0x68637277  # "hcrw": marks the file as a hostcrawl frontier
 # 2: request meta as JSON (1 pickled it), fetched pages kept until scored; 3: each queued URL's place in
@@ -219,9 +217,8 @@ class SQLiteFrontier:
         )
         first = FIRST_POSITION if after is None else after
         rows = self.db.execute(query, (host, PENDING, first, limit, skip))
-        # a few shapes repeat over millions of rows: one string each ('' for an old row: computed now)
         return [
-            QueuedUrl(url, depth, seq, row_id, extra, bool(d), pos, sys.intern(shape) if shape else "")
+            QueuedUrl(url, depth, seq, row_id, extra, bool(d), pos, queued_shape(url, shape))
             for url, depth, seq, row_id, extra, d, pos, shape in rows
         ]
 
@@ -232,7 +229,7 @@ class SQLiteFrontier:
             "WHERE host=? AND state=? AND position>? ORDER BY position LIMIT ?"
         )
         rows = self.db.execute(query, (host, PENDING, FIRST_POSITION if after is None else after, limit))
-        return [None if d else sys.intern(shape or url_shape(url)) for d, shape, url in rows]
+        return [None if d else queued_shape(url, shape) for d, shape, url in rows]
 
     def drop_queued(self, host: str) -> None:
         self.db.execute("DELETE FROM queue WHERE host=? AND state=?", (host, PENDING))
