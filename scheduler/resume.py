@@ -19,7 +19,7 @@ def load_frontier(frontier: HostFrontier) -> int:
     reads them; the URLs in flight when the last run died are at the front, fetched first.
     """
     store = frontier.store
-    in_flight = store.leased_hosts()
+    in_flight = store.owed_hosts()
     requeued = store.requeue_leased()
     frontier.seen.load()
     for name, data in store.hosts():

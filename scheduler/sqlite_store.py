@@ -22,8 +22,9 @@ from scheduler.queue_window import QueuedUrl, queued_shape
 APPLICATION_ID = 0x68637277  # "hcrw": marks the file as a hostcrawl frontier
 # 2: request meta as JSON (1 pickled it), fetched pages kept until scored; 3: each queued URL's place in
 # its host's queue (`position`), so that the queue can be paged in from disk in order (queue_window.py);
-# 4: each queued URL's shape (urls.url_shape), so that a queue paged in again is not parsed again
-SCHEMA_VERSION = 4
+# 4: each queued URL's shape (urls.url_shape), so that a queue paged in again is not parsed again;
+# 5: state 3, owed (in flight when a run died, queued again and not yet handed out: still taken first)
+SCHEMA_VERSION = 5
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -35,7 +36,8 @@ CREATE TABLE IF NOT EXISTS queue (
     depth INTEGER NOT NULL,
     seq INTEGER NOT NULL,
     position INTEGER NOT NULL DEFAULT 0,  -- order within the host's queue: back pushes +n, front pushes -n
-    state INTEGER NOT NULL DEFAULT 0,  -- 0 pending, 1 handed out (in flight), 2 fetched, not yet scored
+    state INTEGER NOT NULL DEFAULT 0,  -- 0 pending, 1 handed out (in flight), 2 fetched, not yet scored,
+                                       -- 3 owed: in flight when a run died, queued again, taken first
     discover INTEGER NOT NULL DEFAULT 0,  -- sitemaps: fetched first, never a quality sample
     extra BLOB,  -- JSON request meta a retry or redirect keeps
     shape TEXT,  -- urls.url_shape(url); NULL in a queue of schema 3 or older (computed as it is read)
@@ -50,7 +52,10 @@ CREATE TABLE IF NOT EXISTS politeness (
     host TEXT NOT NULL, part TEXT NOT NULL, state TEXT NOT NULL, PRIMARY KEY (host, part)
 ) WITHOUT ROWID;
 """
-PENDING, LEASED, FETCHED = 0, 1, 2
+PENDING, LEASED, FETCHED, OWED = 0, 1, 2, 3
+# A queued URL is pending or owed. Owed stays owed until it is handed out again, so a run killed before
+# it got to them owes them still: its response may be in a WARC already and must get its page row.
+QUEUED = f"state IN ({PENDING}, {OWED})"
 FIRST_POSITION = -(1 << 63)  # below every queue position
 
 
@@ -147,7 +152,7 @@ class SQLiteFrontier:
                 "point --resume at a run directory hostcrawl created"
             )
         row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is not None and int(row[0]) in (2, 3):
+        if row is not None and int(row[0]) in (2, 3, 4):
             self._migrate_from(int(row[0]))
             return
         if row is None or int(row[0]) != SCHEMA_VERSION:
@@ -158,13 +163,15 @@ class SQLiteFrontier:
 
     def _migrate_from(self, version: int) -> None:
         """Schema 2 kept no queue positions (each host's queue is in row order, as its resume read it), and
-        schemas 2 and 3 no URL shapes (NULL: computed as the rows are read)."""
+        schemas 2 and 3 no URL shapes (NULL: computed as the rows are read). Schema 4 only lacks the owed
+        state, which its rows cannot be in."""
         self.db.execute("BEGIN")
         if version == 2:
             self.db.execute("ALTER TABLE queue ADD COLUMN position INTEGER NOT NULL DEFAULT 0")
             self.db.execute("UPDATE queue SET position=id")
             self.db.execute("DROP INDEX IF EXISTS queue_state")
-        self.db.execute("ALTER TABLE queue ADD COLUMN shape TEXT")
+        if version in (2, 3):
+            self.db.execute("ALTER TABLE queue ADD COLUMN shape TEXT")
         self.db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
         self.db.execute("COMMIT")
 
@@ -213,10 +220,10 @@ class SQLiteFrontier:
         `skip` that follow it; `limit` -1: all of them."""
         query = (
             "SELECT url, depth, seq, id, extra, discover, position, shape FROM queue "
-            "WHERE host=? AND state=? AND position>? ORDER BY position LIMIT ? OFFSET ?"
+            f"WHERE host=? AND {QUEUED} AND position>? ORDER BY position LIMIT ? OFFSET ?"
         )
         first = FIRST_POSITION if after is None else after
-        rows = self.db.execute(query, (host, PENDING, first, limit, skip))
+        rows = self.db.execute(query, (host, first, limit, skip))
         return [
             QueuedUrl(url, depth, seq, row_id, extra, bool(d), pos, queued_shape(url, shape))
             for url, depth, seq, row_id, extra, d, pos, shape in rows
@@ -226,13 +233,13 @@ class SQLiteFrontier:
         """The shapes of the host's queued URLs, as `queued` orders them (None: a discovery URL)."""
         query = (
             "SELECT discover, shape, iif(shape IS NULL, url, NULL) FROM queue "
-            "WHERE host=? AND state=? AND position>? ORDER BY position LIMIT ?"
+            f"WHERE host=? AND {QUEUED} AND position>? ORDER BY position LIMIT ?"
         )
-        rows = self.db.execute(query, (host, PENDING, FIRST_POSITION if after is None else after, limit))
+        rows = self.db.execute(query, (host, FIRST_POSITION if after is None else after, limit))
         return [None if d else queued_shape(url, shape) for d, shape, url in rows]
 
     def drop_queued(self, host: str) -> None:
-        self.db.execute("DELETE FROM queue WHERE host=? AND state=?", (host, PENDING))
+        self.db.execute(f"DELETE FROM queue WHERE host=? AND {QUEUED}", (host,))
 
     def lease(self, row_id: int) -> None:
         self.db.execute("UPDATE queue SET state=? WHERE id=?", (LEASED, row_id))
@@ -288,23 +295,23 @@ class SQLiteFrontier:
                 leased += 1
         return leased
 
-    def leased_ids(self) -> set[int]:
-        return {int(r[0]) for r in self.db.execute("SELECT id FROM queue WHERE state=?", (LEASED,))}
-
     def requeue_leased(self) -> int:
         """Requests handed out when the process died go back to the front of their hosts' queues (the
-        latest first): at most those are refetched."""
+        latest first), owed: at most those are refetched. Returns how many are owed, with those a run
+        killed before it handed them out again left owed."""
         front = -self.top_position() - 1
         query = "UPDATE queue SET state=?, position=?-id WHERE state=?"
-        return self.db.execute(query, (PENDING, front, LEASED)).rowcount
+        self.db.execute(query, (OWED, front, LEASED))
+        return int(self.db.execute("SELECT count(*) FROM queue WHERE state=?", (OWED,)).fetchone()[0])
 
-    def leased_hosts(self) -> dict[str, int]:
-        query = "SELECT host, count(*) FROM queue WHERE state=? GROUP BY host"
-        return {host: int(n) for host, n in self.db.execute(query, (LEASED,))}
+    def owed_hosts(self) -> dict[str, int]:
+        """Host -> its URLs in flight when a run died and not handed out again since."""
+        query = "SELECT host, count(*) FROM queue WHERE state IN (?, ?) GROUP BY host"
+        return {host: int(n) for host, n in self.db.execute(query, (LEASED, OWED))}
 
     def queued_counts(self) -> Iterator[tuple[str, int]]:
-        query = "SELECT host, count(*) FROM queue WHERE state=? GROUP BY host"
-        for host, count in self.db.execute(query, (PENDING,)):
+        query = f"SELECT host, count(*) FROM queue WHERE {QUEUED} GROUP BY host"
+        for host, count in self.db.execute(query):
             yield host, int(count)
 
     def top_position(self) -> int:

@@ -369,6 +369,42 @@ def test_what_was_in_flight_at_a_crash_is_fetched_again_after_the_budget_is_spen
     assert not again.has_pending() and again.next() is None
 
 
+def test_a_run_killed_before_it_refetched_what_the_last_one_had_in_flight_still_owes_it(
+    tmp_path: Path,
+) -> None:
+    """The CI failure of 2026-12-06: a page archived by one run (killed before its row), queued again by a
+    second run that was killed while warming up, was an ordinary queued URL to the third, whose budget
+    ran out first: a response in the WARC with no page row and no text."""
+    frontier, _ = make_frontier(tmp_path, "bfs", budget=3)
+    seed_hosts(frontier, {"a.example": 0.5, "b.example": 0.5, "c.example": 0.5}, pages=5)
+    first, in_flight = frontier.next(), frontier.next()
+    assert first is not None and in_flight is not None and first.host != in_flight.host
+    frontier.fetch_ended(first, True, 0.0)
+    frontier.observe(first, 0.8)  # committed; `in_flight` is on the wire when the process dies
+    second, _ = make_frontier(tmp_path, "bfs", budget=3)
+    assert load_frontier(second) == 1
+    handed = second.next()  # taken again, and the process dies before it is fetched: not committed
+    assert handed is not None and handed.url == in_flight.url
+    second.store.db.close()
+    third, clock = make_frontier(tmp_path, "bfs", budget=3)
+    assert load_frontier(third) == 1, "what the first run had in flight is still owed"
+    third.hosts[in_flight.host].ready_at = 30.0  # its Crawl-delay holds it back past the budget
+    while (lease := third.next()) is not None:
+        assert lease.url != in_flight.url
+        third.fetch_ended(lease, True, 0.0)
+        third.observe(lease, 0.5)
+    assert third.budget_left() <= 0 and third.has_pending()
+    clock.now = 31.0
+    lease = third.next()
+    assert lease is not None and lease.url == in_flight.url
+    third.fetch_ended(lease, True, 0.0)
+    third.observe(lease, 0.5)
+    assert not third.has_pending() and third.next() is None
+    third.store.close()
+    fourth, _ = make_frontier(tmp_path, "bfs", budget=3)
+    assert load_frontier(fourth) == 0 and fourth.next() is None, "owed once fetched: owed no more"
+
+
 def test_foreign_or_corrupt_frontier_files_give_a_clear_error(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.sqlite3"
     garbage.write_bytes(b"this is not a database at all" * 100)
