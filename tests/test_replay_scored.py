@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from crawler.bench.family import BASELINES, FAMILIES, FAMILY_POLICIES
+from crawler.bench.family import BASELINES, FAMILIES, FAMILY_POLICIES, format_family_table, ratio_interval
 from crawler.bench.replay import replay
 from crawler.bench.replay_scores import ScoreSampler
 from crawler.testweb.config import graded_config
@@ -115,6 +115,38 @@ def test_bench_yield_webs_over_several_seeds_prints_each_webs_mean_and_the_seeds
     _check_clock_table(clock, saved["clock"], webs, ["sample_deepen", "adaptive"])
     _, serial = _two_seeds(tmp_path / "serial.json", jobs=1)
     assert serial == saved  # replays in parallel give what one process gives
+
+
+def test_the_table_says_how_far_the_seeds_drawn_could_move_a_ratio() -> None:
+    """One web where adaptive is steadily ahead, one where single seeds swing from 0.5x to 1.9x: the first
+    interval is narrow and above 1x, the second wide and across it, and each holds the table's ratio."""
+    steady = {"sample_deepen": [0.30, 0.32, 0.29, 0.31, 0.30], "adaptive": [0.36, 0.39, 0.35, 0.37, 0.36]}
+    swinging = {"sample_deepen": [0.40, 0.20, 0.30, 0.35, 0.25], "adaptive": [0.20, 0.38, 0.33, 0.18, 0.40]}
+    per_seed = {
+        seed: {
+            "steady": {p: v[i] for p, v in steady.items()},
+            "swinging": {p: v[i] for p, v in swinging.items()},
+        }
+        for i, seed in enumerate(range(500, 505))
+    }
+    means = {
+        web: {p: sum(v) / 5 for p, v in runs.items()}
+        for web, runs in (("steady", steady), ("swinging", swinging))
+    }
+    table = format_family_table(means, "synthetic", per_seed)
+    rows = {(r[0], r[1]): r for r in (line.split() for line in table.splitlines()) if len(r) > 3}
+    assert "90% interval" in table
+    for web, runs in (("steady", steady), ("swinging", swinging)):
+        low, high = ratio_interval(runs["adaptive"], runs["sample_deepen"]) or (0.0, 0.0)
+        ratio = means[web]["adaptive"] / means[web]["sample_deepen"]
+        assert low <= ratio <= high
+        assert rows[(web, "adaptive")][-2] == f"{low:.2f}-{high:.2f}"
+        assert rows[(web, "sample_deepen")][-2] == "-"
+    steady_low, steady_high = ratio_interval(steady["adaptive"], steady["sample_deepen"]) or (0.0, 0.0)
+    swing_low, swing_high = ratio_interval(swinging["adaptive"], swinging["sample_deepen"]) or (0.0, 0.0)
+    assert steady_low > 1.0 and steady_high - steady_low < 0.1
+    assert swing_low < 1.0 < swing_high and swing_high - swing_low > 0.3
+    assert ratio_interval([0.3, 0.4], [0.2, 0.5]) is None  # two seeds say nothing about the spread
 
 
 def test_zero_seeds_are_refused_with_exit_code_2() -> None:

@@ -220,17 +220,37 @@ def seed_means(per_seed: dict[int, dict[str, dict[str, float]]]) -> dict[str, di
     }
 
 
+def ratio_interval(policy: list[float], base: list[float], level: float = 0.9) -> tuple[float, float] | None:
+    """How far mean(policy) / mean(base) moves with the seeds drawn: a paired bootstrap interval over the
+    seeds (scipy.stats.bootstrap, percentile, fixed generator: the same table for the same runs). None
+    under three seeds or with a zero base."""
+    if len(policy) < 3 or min(base) <= 0:
+        return None
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    def ratio(p: Any, b: Any, axis: int) -> Any:
+        return np.mean(p, axis=axis) / np.mean(b, axis=axis)
+
+    found = bootstrap(
+        (np.asarray(policy), np.asarray(base)), ratio, paired=True, vectorized=True,
+        confidence_level=level, n_resamples=2000, method="percentile", rng=np.random.default_rng(0),
+    )  # fmt: skip
+    return float(found.confidence_interval.low), float(found.confidence_interval.high)
+
+
 def format_family_table(
     results: dict[str, dict[str, float]],
     mode: str,
     per_seed: dict[int, dict[str, dict[str, float]]] | None = None,
 ) -> str:
     """One row per (web, policy): hq/fetch and its ratio to each baseline that ran. With `per_seed`,
-    `results` are the seeds' means, and a last column says on how many seeds the policy fell below
-    sample_deepen on that web."""
+    `results` are the seeds' means; from three seeds on a column gives the 90% bootstrap interval of the
+    ratio to sample_deepen (`ratio_interval`: what the seeds drawn could have made of it), and a last one
+    says on how many seeds the policy fell below sample_deepen on that web."""
     below = per_seed is not None and len(per_seed) > 1
     header = f"{'web':<16} {'policy':<14} {'hq/fetch':>8} " + "".join(f"{'x ' + b:>17}" for b in BASELINES)
-    header += f"{'seeds < sample_deepen':>23}" if below else ""
+    header += f"{'90% interval':>14}{'seeds < sample_deepen':>23}" if below else ""
     lines = ["", f"high-quality pages per fetch ({mode})", header]
     for web, row in results.items():
         for policy, value in row.items():
@@ -239,7 +259,11 @@ def format_family_table(
             if below and per_seed is not None and "sample_deepen" in row:
                 runs = [run[web] for run in per_seed.values()]
                 fell = sum(run[policy] < run["sample_deepen"] for run in runs)
-                line += f"{f'{fell}/{len(runs)}':>23}"
+                bounds = None
+                if policy != "sample_deepen":
+                    bounds = ratio_interval([r[policy] for r in runs], [r["sample_deepen"] for r in runs])
+                interval = "-" if bounds is None else f"{bounds[0]:.2f}-{bounds[1]:.2f}"
+                line += f"{interval:>14}{f'{fell}/{len(runs)}':>23}"
             lines.append(line)
     return "\n".join(lines)
 
