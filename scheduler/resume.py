@@ -13,14 +13,15 @@ if TYPE_CHECKING:
 
 
 def load_frontier(frontier: HostFrontier) -> int:
-    """Rebuild the working set from the store; returns the number of requeued in-flight URLs.
+    """Rebuild the working set from the store; returns the number of owed URLs (in flight when a run
+    died, this one's or an earlier one's that was killed before it handed them out again).
 
     Queued URLs stay in the store: each host's queue knows its length and pages its URLs in when a policy
     reads them; the URLs in flight when the last run died are at the front, fetched first.
     """
     store = frontier.store
     in_flight = store.owed_hosts()
-    requeued = store.requeue_leased()
+    store.requeue_leased()
     frontier.seen.load()
     for name, data in store.hosts():
         record = frontier.host(name)
@@ -49,4 +50,4 @@ def load_frontier(frontier: HostFrontier) -> int:
         record.ready_at = 0.0
         frontier.touch(record)
     frontier.store.commit()
-    return requeued
+    return sum(in_flight.values())

@@ -297,12 +297,11 @@ class SQLiteFrontier:
 
     def requeue_leased(self) -> int:
         """Requests handed out when the process died go back to the front of their hosts' queues (the
-        latest first), owed: at most those are refetched. Returns how many are owed, with those a run
-        killed before it handed them out again left owed."""
+        latest first), owed: at most those are refetched. Returns how many went back now (`owed_hosts`
+        counts them with those a run killed before it handed them out again left owed)."""
         front = -self.top_position() - 1
         query = "UPDATE queue SET state=?, position=?-id WHERE state=?"
-        self.db.execute(query, (OWED, front, LEASED))
-        return int(self.db.execute("SELECT count(*) FROM queue WHERE state=?", (OWED,)).fetchone()[0])
+        return self.db.execute(query, (OWED, front, LEASED)).rowcount
 
     def owed_hosts(self) -> dict[str, int]:
         """Host -> its URLs in flight when a run died and not handed out again since."""
