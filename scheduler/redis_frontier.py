@@ -97,10 +97,11 @@ class Claimed:
 # The caller's choice among a leased host's first queued URLs: (host, record, requests (None: not
 # ours), urgent (a dead worker's URL leads: take it)) -> index, or None for none of them.
 Pick = Callable[[str, dict[str, Any], list["QueuedRequest | None"], bool], "int | None"]
+SHARED_READ_PAGE = 5000  # changed hosts and shapes read per call by shared_policy_state
 WINDOW = 64  # queued URLs a worker chooses from (the policies look at as many: SHAPE_WINDOW)
 # A dormant host (dropped, kept to come back to) ranked at or above this fills idle capacity; below it, it
-# waits until no other host has URLs queued (see CLAIM). Revive ranks are in [-1, 0]: a filler's is raised
-# by FILL_FLOOR + 1.
+# waits until no other host is in its delay or in flight (see CLAIM). Revive ranks are in [-1, 0]: a
+# filler's is raised by FILL_FLOOR + 1.
 FILL_FLOOR = 10.0
 
 
@@ -135,6 +136,8 @@ SCRIPTS = {  # every change to the frontier, one atomic Lua script each
     "PRIORITISE": redis_host_scripts.PRIORITISE,
     "JOIN": redis_groups.JOIN,
     "COUNT_ONCE": redis_host_scripts.COUNT_ONCE,
+    "SHARE": redis_host_scripts.SHARE,
+    "SHARED_SINCE": redis_host_scripts.SHARED_SINCE,
 }
 
 
@@ -330,20 +333,26 @@ class RedisFrontier:
 
     def add_shared_policy_state(self, pipe: Any, host: str, update: Any) -> None:
         """One scored page's share of the run-wide policy state (on the caller's pipeline)."""
-        pipe.hincrby(self.key("shape_high" if update.high else "shape_low"), update.shape, 1)
-        if update.mean is not None:
-            pipe.hset(self.key("means"), host, repr(update.mean))
+        mean = "" if update.mean is None else repr(update.mean)
+        args = [host, update.shape, "1" if update.high else "0", mean]
+        self.scripts["SHARE"](keys=[self.prefix], args=args, client=pipe)
 
-    def shared_policy_state(self) -> tuple[dict[str, float], dict[str, list[int]]]:
-        """Every host's posterior mean, and [high, low] pages per URL shape, over the whole run."""
-        pipe = self.pipeline()
-        for name in ("means", "shape_high", "shape_low"):
-            pipe.hgetall(self.key(name))
-        means, high, low = pipe.execute()
-        shapes = {shape: [int(n), 0] for shape, n in high.items()}
-        for shape, n in low.items():
-            shapes.setdefault(shape, [0, 0])[1] = int(n)
-        return {host: float(mean) for host, mean in means.items()}, shapes
+    def shared_policy_state(self, since: int = 0) -> tuple[dict[str, float], dict[str, list[int]], int]:
+        """The run-wide policy state that changed after change number `since`: host posterior means,
+        [high, low] pages per URL shape (whole counts), and the last change number read (the next
+        `since`). From 0, the whole run's; a worker that keeps its number reads only the news."""
+        means: dict[str, float] = {}
+        shapes: dict[str, list[int]] = {}
+        while True:
+            last, *entries = self._call("SHARED_SINCE", since, SHARED_READ_PAGE)
+            since = int(float(last))
+            for kind, name, *values in ([str(x) for x in e] for e in entries):
+                if kind == "m" and values[0]:
+                    means[name] = float(values[0])
+                elif kind == "s":
+                    shapes[name] = [int(values[0]), int(values[1])]
+            if len(entries) < SHARED_READ_PAGE:
+                return means, shapes, since
 
     def count(self, key: str, n: int = 1) -> None:
         self.client.hincrby(self.key("counters"), key, n)

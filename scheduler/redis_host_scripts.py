@@ -101,3 +101,41 @@ if seq <= tonumber(redis.call('HGET', P .. 'opseq', ARGV[3]) or '0') then return
 redis.call('HSET', P .. 'opseq', ARGV[3], seq)
 return redis.call('HINCRBY', P .. 'counters', ARGV[1], tonumber(ARGV[2]))
 """
+
+# One scored page's share of the run-wide policy state: its URL shape's count, its host's posterior mean
+# (ARGV: host, shape, '1' if the page was good, mean or ''), each noted in `shared_changed` under the next
+# number of `shared_seq`, so a worker reads only what changed since its last read (SHARED_SINCE), never the
+# whole run's hosts. Runs inside the worker's observation transaction (applied once).
+SHARE = """
+local P = KEYS[1]
+local h, shape, mean = ARGV[1], ARGV[2], ARGV[4]
+redis.call('HINCRBY', P..(ARGV[3] == '1' and 'shape_high' or 'shape_low'), shape, 1)
+local seq = redis.call('INCR', P..'shared_seq')
+redis.call('ZADD', P..'shared_changed', seq, 's:'..shape)
+if mean ~= '' then
+  redis.call('HSET', P..'means', h, mean)
+  redis.call('ZADD', P..'shared_changed', seq, 'm:'..h)
+end
+return seq
+"""
+
+# What changed in the run-wide policy state after change number ARGV[1], at most ARGV[2] entries: the last
+# change number read, then per entry 'm', host, mean or 's', shape, good pages, other pages (the whole
+# count of a shape, not its change). O(entries read): a host or shape changed twice is read once.
+SHARED_SINCE = """
+local P = KEYS[1]
+local changed = redis.call('ZRANGEBYSCORE', P..'shared_changed', '('..ARGV[1], '+inf', 'WITHSCORES',
+                           'LIMIT', 0, tonumber(ARGV[2]))
+local out = {ARGV[1]}
+for i = 1, #changed, 2 do
+  local kind, name = string.sub(changed[i], 1, 1), string.sub(changed[i], 3)
+  out[1] = changed[i + 1]
+  if kind == 'm' then
+    out[#out + 1] = {'m', name, redis.call('HGET', P..'means', name) or ''}
+  else
+    out[#out + 1] = {'s', name, redis.call('HGET', P..'shape_high', name) or '0',
+                     redis.call('HGET', P..'shape_low', name) or '0'}
+  end
+end
+return out
+"""

@@ -134,6 +134,7 @@ class RedisLink:
         self._next_claim = 0.0
         self._next_status = 0.0
         self._next_shared = time.monotonic() + SHARED_EVERY_S
+        self._shared_since = 0  # the last change to the run-wide policy state read (only news after it)
         self._next_renew = 0.0
         self._no_reclaim_until = 0.0
         self._errors = 0  # unexpected errors in a row (FAIL_AFTER_ERRORS)
@@ -240,7 +241,8 @@ class RedisLink:
             self._status()
             self._next_status = now + STATUS_EVERY_S
         if now >= self._next_shared:
-            self.on_shared(*self.frontier.shared_policy_state())
+            means, shapes, self._shared_since = self.frontier.shared_policy_state(self._shared_since)
+            self.on_shared(means, shapes)
             self._next_shared = now + SHARED_EVERY_S
         if self.undelivered:  # before any new claim: _want does not count them
             self._deliver()

@@ -9,7 +9,9 @@ politeness delay not over; score = ready time), `busy` (a request of it is in fl
 or `dormant_waiting` (dropped by the policy, kept to come back to: `revivable`), `gwait:GROUP` (passed over
 while a politeness group of it was busy: scheduler/redis_groups.py), or none (nothing queued). `ready`
 remembers each host's politeness clock even while its queue is empty, so a URL found later cannot skip the
-delay. What is decided about a host (block, drop, rank) is in scheduler/redis_host_scripts.py.
+delay. `live` counts the hosts in flight that were not dormant when leased (a lease's `l`), so a claim asks
+"is anything else on its way?" in O(1). What is decided about a host (block, drop, rank) is in
+scheduler/redis_host_scripts.py.
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ end
 local function waiting(P, h)
   if dormant(P, h) then return P..'dormant_waiting' end
   return P..'waiting'
+end
+local function unbusy(P, h, id, lease)  -- the lease's host is no longer in flight (if it still was)
+  if redis.call('HGET', P..'busy', h) ~= id then return false end
+  redis.call('HDEL', P..'busy', h)
+  if lease.l and redis.call('DECR', P..'live') <= 0 then redis.call('DEL', P..'live') end
+  return true
 end
 local function park(P, h, now, default_prio)
   if redis.call('HEXISTS', P..'busy', h) == 1 or redis.call('LLEN', P..'q:'..h) == 0 then return end
@@ -120,8 +128,8 @@ return out
 # limit is passed over. Hosts the policy has not judged compete at their rank plus the aspiration boost while
 # the run is exploring; past its explore share they, and then dormant hosts ranked at or above the fill floor
 # (dropped on thin evidence), fill idle capacity: while fewer than `fill hosts` hosts are busy in the run.
-# Once no other host has URLs queued, any of them is taken (new hosts first, then dormant ones, best first),
-# as one process widens its rules.
+# Once no other host is in its delay or in flight (`live`), any of them is taken (new hosts first, then
+# dormant ones, best first), as one process widens its rules.
 CLAIM = (
     _NOW
     + _PARK
@@ -166,12 +174,9 @@ local function best()  -- the better of the best judged host and the best new on
   redis.call('ZREM', P..'eligible_new', new)
   return new
 end
-local function others()  -- hosts not dormant with URLs queued, in their delay or in flight
+local function others()  -- hosts not dormant in their delay, or in flight (`live`: counted by take)
   if redis.call('ZCARD', P..'waiting') > 0 then return true end
-  for _, h in ipairs(redis.call('HKEYS', P..'busy')) do
-    if not dormant(P, h) and redis.call('LLEN', P..'q:'..h) > 0 then return true end
-  end
-  return false
+  return tonumber(redis.call('GET', P..'live') or '0') > 0
 end
 local others_left = nil  -- (asked once per claim)
 local function top(name, floor)
@@ -205,6 +210,10 @@ local function take(h, urgent)
     lease.u = 1  -- paid for by the lease that expired
   else
     redis.call('HINCRBY', P..'counters', 'spent', 1)
+  end
+  if not dormant(P, h) then  -- a host in flight that may have more to fetch: others() (O(1) per claim)
+    lease.l = 1
+    redis.call('INCR', P..'live')
   end
   take_groups(P, h, lease)
   redis.call('HSET', P..'lease', id, cjson.encode(lease))
@@ -278,10 +287,7 @@ if fetched then
 elseif not lease.u then
   redis.call('HINCRBY', P..'counters', 'spent', -1)
 end
-if not hold and redis.call('HGET', P..'busy', h) == id then
-  redis.call('HDEL', P..'busy', h)
-  park(P, h, now, 0)
-end
+if not hold and unbusy(P, h, id, lease) then park(P, h, now, 0) end
 return 1
 """
 )
@@ -307,10 +313,7 @@ local lease = cjson.decode(raw)
 local h = lease.h
 release_groups(P, lease, now)  -- (FETCH_ENDED did, unless it never came)
 if lease.f then unscore(P, h) end
-if redis.call('HGET', P..'busy', h) == id then  -- held for its score (FETCH_ENDED's hold)
-  redis.call('HDEL', P..'busy', h)
-  park(P, h, now, 0)
-end
+if unbusy(P, h, id, lease) then park(P, h, now, 0) end  -- held for its score (FETCH_ENDED's hold)
 return redis.call('HDEL', P..'lease', id)
 """
 )
@@ -340,7 +343,7 @@ for _, id in ipairs(expired) do
     elseif not lease.u then
       redis.call('HINCRBY', P..'counters', 'spent', -1)
     end
-    if redis.call('HGET', P..'busy', h) == id then redis.call('HDEL', P..'busy', h) end
+    unbusy(P, h, id, lease)
     park(P, h, now, 0)
   end
 end

@@ -103,15 +103,15 @@ class SharedPolicy:
         return json.dumps(host_state(record), separators=(",", ":")), rank, outcome, shared
 
     def shared(self, means: dict[str, float], shapes: dict[str, list[int]]) -> None:
-        """The whole run's host means (the aspiration level's input) and URL-shape counts replace this
-        worker's, which saw only its own pages (every SHARED_EVERY_S)."""
+        """What changed in the whole run's host means (the aspiration level's input) and URL-shape counts
+        since the last read replaces this worker's, which saw only its own pages (every SHARED_EVERY_S)."""
         with self.lock:
             own = getattr(self.policy, "means", None)
             if isinstance(own, dict):
                 learnt = sum(1 for host in means if host not in own)
                 own.update(means)
                 self.policy.changes += learnt  # type: ignore[attr-defined]  # (adaptive's counter)
-            self.policy.shape_totals = shapes
+            self.policy.shape_totals.update(shapes)  # a shape's run-wide count includes this worker's
             self.policy.epoch(self.progress)  # the aspiration level, from every worker's hosts
             self._update_boost()
 

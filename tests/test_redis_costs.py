@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
+from functools import partial
 
 import pytest
 from redis_server import (
@@ -16,6 +18,7 @@ from redis_server import (
 )
 
 from scheduler.redis_frontier import NewUrl, QueuedRequest, RedisFrontier
+from scheduler.redis_link import SharedUpdate
 from scheduler.redis_politeness import PolitenessReader, politeness_fields
 
 RUNS = itertools.count()
@@ -88,3 +91,57 @@ def test_a_plain_link_is_queued_as_its_path_and_comes_back_whole(server: RedisSe
         frontier.done(claimed.lease_id, "w0")
     assert sorted(got, key=lambda r: r.url) == sorted(sent, key=lambda r: r.url)
     assert QueuedRequest.decode("2|/a") is None  # a compact payload means nothing without its host
+
+
+def commands_run(client: object, call: Callable[[], object]) -> tuple[int, object]:
+    """The Redis commands `call` ran on the server (those inside its Lua scripts too), and its result."""
+    client.config_resetstat()  # type: ignore[attr-defined]
+    result = call()
+    stats = client.info("commandstats")  # type: ignore[attr-defined]
+    ran = sum(v["calls"] for k, v in stats.items() if k not in ("cmdstat_config", "cmdstat_info"))
+    return ran, result
+
+
+def test_a_claim_costs_the_same_however_many_hosts_the_run_has_in_flight(
+    redis_server: RedisServer,
+) -> None:
+    """A filler claim asks whether anything else is on its way: it read every busy host (O(hosts in flight),
+    run-wide, on every such claim); now a counter kept as hosts go busy and come back."""
+    costs = []
+    for in_flight in (5, 200):
+        frontier = RedisFrontier(redis_server.client(), f"claims{next(RUNS)}", lease_seconds=30.0)
+        frontier.enqueue([NewUrl(f"h{i}.example", QueuedRequest(f"http://h{i}.example/", 1, {}))
+                          for i in range(in_flight)])  # fmt: skip
+        busy = frontier.claim(in_flight, "w0", budget=0)
+        assert len(busy) == in_flight
+        ran, more = commands_run(frontier.client, partial(frontier.claim, 1, "w1", 0, fill_hosts=1))
+        assert more == [], "every host's last URL is in flight: nothing to claim"
+        costs.append(ran)
+        for claimed in busy:
+            frontier.fetch_ended(claimed.lease_id, 0.0, True)
+            frontier.done(claimed.lease_id, "w0")
+        assert not frontier.client.exists(frontier.key("live")), "every host in flight came back"
+    assert costs[1] == costs[0], f"commands per claim at 5 and 200 hosts in flight: {costs}"
+
+
+def test_reading_the_runs_policy_state_costs_what_changed_not_the_runs_hosts(
+    redis_server: RedisServer,
+) -> None:
+    """Every worker reads the run's host means and URL shapes every 10 s: that read was the whole `means`
+    hash (O(hosts in the run) per worker per period); now only what changed since its last read."""
+    costs = []
+    for hosts in (10, 2000):
+        frontier = RedisFrontier(redis_server.client(), f"shared{next(RUNS)}", lease_seconds=30.0)
+        pipe = frontier.pipeline()
+        for i in range(hosts):
+            frontier.add_shared_policy_state(pipe, f"h{i}.example", SharedUpdate(f"1:s{i % 5}", True, 0.5))
+        pipe.execute()
+        means, _, since = frontier.shared_policy_state()
+        assert len(means) == hosts
+        pipe = frontier.pipeline()
+        frontier.add_shared_policy_state(pipe, "h1.example", SharedUpdate("1:s1", False, 0.4))
+        pipe.execute()
+        ran, (news, shapes, _) = commands_run(frontier.client, partial(frontier.shared_policy_state, since))
+        assert news == {"h1.example": 0.4} and list(shapes) == ["1:s1"]
+        costs.append(ran)
+    assert costs[1] == costs[0], f"commands per read at 10 and 2,000 hosts: {costs}"

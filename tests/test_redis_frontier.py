@@ -204,18 +204,35 @@ def test_a_dead_workers_url_handed_back_or_retried_stays_ahead_and_is_not_left_b
     assert not short.pending()  # /3 is over the budget
 
 
-def test_the_policy_state_is_the_sum_of_every_workers_pages(frontier: RedisFrontier) -> None:
-    for host, shape, high, mean in (
-        ("a", "2:a", True, 0.8),
-        ("b", "2:a", False, 0.2),
-        ("b", "1:", False, None),
-    ):
-        pipe = frontier.client.pipeline()
+def _share(frontier: RedisFrontier, *pages: tuple[str, str, bool, float | None]) -> None:
+    for host, shape, high, mean in pages:
+        pipe = frontier.pipeline()
         frontier.add_shared_policy_state(pipe, host, SharedUpdate(shape, high, mean))
         pipe.execute()
-    means, shapes = frontier.shared_policy_state()
+
+
+def test_the_policy_state_is_the_sum_of_every_workers_pages(frontier: RedisFrontier) -> None:
+    _share(frontier, ("a", "2:a", True, 0.8), ("b", "2:a", False, 0.2), ("b", "1:", False, None))
+    means, shapes, _ = frontier.shared_policy_state()
     assert means == {"a": 0.8, "b": 0.2}
     assert shapes == {"2:a": [1, 1], "1:": [0, 1]}
+
+
+def test_a_worker_reads_only_what_changed_in_the_run_since_its_last_read(frontier: RedisFrontier) -> None:
+    _share(frontier, *((f"h{i}", f"1:s{i % 3}", i % 2 == 0, i / 10) for i in range(8)))
+    means, shapes, since = frontier.shared_policy_state()
+    assert len(means) == 8 and sum(h + low for h, low in shapes.values()) == 8
+    assert frontier.shared_policy_state(since) == ({}, {}, since), "nothing changed, nothing read"
+    _share(frontier, ("h3", "1:s0", True, 0.9), ("h3", "1:s0", False, 0.85))
+    # one host and one shape changed: only they are read, the shape with its whole run-wide count
+    assert frontier.shared_policy_state(since)[:2] == ({"h3": 0.85}, {"1:s0": [3, 2]})
+
+
+def test_a_late_worker_reads_the_whole_run_in_pages(frontier: RedisFrontier, monkeypatch: Any) -> None:
+    monkeypatch.setattr("scheduler.redis_frontier.SHARED_READ_PAGE", 4)
+    _share(frontier, *((f"h{i}", "1:", True, 0.5) for i in range(11)))
+    means, shapes, _ = frontier.shared_policy_state()
+    assert sorted(means) == sorted(f"h{i}" for i in range(11)) and shapes == {"1:": [11, 0]}
 
 
 def test_hosts_not_yet_judged_compete_at_the_aspiration_level(frontier: RedisFrontier) -> None:
