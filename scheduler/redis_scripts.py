@@ -141,6 +141,7 @@ local budget, window = tonumber(ARGV[4]), tonumber(ARGV[5])
 local fill_hosts, fill_floor, exploring = tonumber(ARGV[6]), ARGV[7], ARGV[8] ~= '0'
 local group_limit, max_unscored = tonumber(ARGV[9] or '0'), tonumber(ARGV[10] or '0')
 local SCAN = 64  -- ranked hosts looked at for one whose politeness groups are free
+local DORMANT_LAST = 1000  -- a dormant host waits for its group behind every other (revive ranks < 12)
 local function first(name, floor)  -- the best host of a set (at or above floor) free to go, and its score
   while true do
     local found = redis.call('ZREVRANGEBYSCORE', P..name, '+inf', floor, 'WITHSCORES', 'LIMIT', 0, SCAN)
@@ -149,7 +150,8 @@ local function first(name, floor)  -- the best host of a set (at or above floor)
       local g = busy_group(P, found[i], group_limit)
       if not g then return found[i], tonumber(found[i + 1]) end
       redis.call('ZREM', P..name, found[i])  -- back when its group frees (release_groups)
-      redis.call('SADD', P..'gwait:'..g, found[i])
+      local rank = tonumber(found[i + 1]) - (name == 'dormant' and DORMANT_LAST or 0)
+      wait_for_group(P, g, found[i], rank)
     end
   end
 end
@@ -161,6 +163,7 @@ for _, name in ipairs({'waiting', 'dormant_waiting'}) do
     redis.call('ZADD', eligible(P, h), redis.call('HGET', P..'prio', h) or 0, h)
   end
 end
+let_in_stranded(P, group_limit, now)
 local boost = tonumber(redis.call('HGET', P..'meta', 'boost') or '0')
 local function best()  -- the better of the best judged host and the best new one (boosted)
   local known, known_score = first('eligible', '-inf')

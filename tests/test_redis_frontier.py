@@ -19,6 +19,7 @@ from redis_server import (
 
 from scheduler.host_scores import ScoreOutcome
 from scheduler.redis_frontier import FILL_FLOOR, UNSCORED, Claimed, NewUrl, QueuedRequest, RedisFrontier
+from scheduler.redis_groups import RELEASE_BATCH
 from scheduler.redis_link import RedisLink, SharedUpdate
 
 RUNS = itertools.count()
@@ -528,3 +529,33 @@ def test_leases_claimed_as_redis_goes_reach_the_worker_once_it_is_back(frontier:
     link._turn()
     assert sorted(c.lease_id for c in got) == sorted(link.held), "a held lease never reached the worker"
     assert hosts_of(got) == ["a.example", "b.example"]
+
+
+def test_a_freed_group_lets_its_best_waiting_hosts_in_and_none_is_left_behind(
+    frontier: RedisFrontier,
+) -> None:
+    """A freed group lets in its best few waiting hosts, not all; if those leave without being taken, a
+    later claim still finds the group free and lets in the next."""
+    farm = [f"s{i}.farm.example" for i in range(12)]
+    frontier.enqueue(urls(*((host, "/1") for host in farm)))
+    for rank, host in enumerate(farm):
+        frontier.join(host, "domain:farm.example")
+        frontier.prioritise(host, 0.5 + rank / 100)  # s11 best
+    (taken,) = frontier.claim(5, "w1", 0)
+    assert taken.host == farm[-1] and frontier.claim(5, "w1", 0) == []  # the rest wait for the group
+    waiting = frontier.key("gwait:domain:farm.example")
+    assert frontier.client.zcard(waiting) == 11
+    frontier.fetch_ended(taken.lease_id, 0.0, fetched=True)
+    let_in = set(farm[-1 - RELEASE_BATCH : -1])  # the next best
+    assert frontier.client.zcard(waiting) == 11 - RELEASE_BATCH
+    for host in let_in:
+        frontier.block(host, "robots_disallow_all")  # they leave without being taken
+    got = []
+    while claimed := frontier.claim(5, "w1", 0):
+        (one,) = claimed  # one request in the group at a time, still
+        got.append(one.host)
+        frontier.fetch_ended(one.lease_id, 0.0, fetched=True)
+        frontier.done(one.lease_id, "w1")
+    assert sorted(got) == sorted(set(farm[:-1]) - let_in), "every host of the group is still fetched"
+    assert got[0] == farm[-2 - RELEASE_BATCH], "the best of those left first"
+    assert not frontier.client.exists(waiting) and not frontier.client.smembers(frontier.key("gwaiting"))
