@@ -124,20 +124,13 @@ def dedup_key(url: str) -> tuple[int, int]:
 
 
 SCRIPTS = {  # every change to the frontier, one atomic Lua script each
-    "ENQUEUE": redis_scripts.ENQUEUE,
-    "CLAIM": redis_scripts.CLAIM,
-    "PICK": redis_scripts.PICK,
-    "FETCH_ENDED": redis_scripts.FETCH_ENDED,
-    "DONE": redis_scripts.DONE,
-    "RECLAIM": redis_scripts.RECLAIM,
-    "RENEW": redis_scripts.RENEW,
-    "BLOCK": redis_host_scripts.BLOCK,
-    "DROP": redis_host_scripts.DROP,
-    "PRIORITISE": redis_host_scripts.PRIORITISE,
-    "JOIN": redis_groups.JOIN,
-    "COUNT_ONCE": redis_host_scripts.COUNT_ONCE,
-    "SHARE": redis_host_scripts.SHARE,
-    "SHARED_SINCE": redis_host_scripts.SHARED_SINCE,
+    name: getattr(module, name)
+    for module, names in (
+        (redis_scripts, "ENQUEUE CLAIM PICK FETCH_ENDED DONE RECLAIM RENEW"),
+        (redis_host_scripts, "BLOCK DROP PRIORITISE COUNT_ONCE SHARE SHARED_SINCE"),
+        (redis_groups, "JOIN"),
+    )
+    for name in names.split()
 }
 
 
@@ -338,9 +331,8 @@ class RedisFrontier:
         self.scripts["SHARE"](keys=[self.prefix], args=args, client=pipe)
 
     def shared_policy_state(self, since: int = 0) -> tuple[dict[str, float], dict[str, list[int]], int]:
-        """The run-wide policy state that changed after change number `since`: host posterior means,
-        [high, low] pages per URL shape (whole counts), and the last change number read (the next
-        `since`). From 0, the whole run's; a worker that keeps its number reads only the news."""
+        """What changed in the run-wide policy state after change `since` (0: all of it): host means,
+        [high, low] pages per URL shape (whole counts), and the last change read (the next `since`)."""
         means: dict[str, float] = {}
         shapes: dict[str, list[int]] = {}
         while True:
@@ -380,6 +372,7 @@ class RedisFrontier:
         for name in ("waiting", "dormant_waiting"):  # parked beyond the horizon: not worth staying for
             pipe.zcount(self.key(name), "-inf", horizon)
         pipe.hlen(self.key("busy"))
+        pipe.scard(self.key("gwaiting"))  # hosts waiting for a group (a claim lets them in once it is free)
         return any(pipe.execute())
 
     # -- workers ------------------------------------------------------------------------------------

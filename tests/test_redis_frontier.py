@@ -546,10 +546,12 @@ def test_a_freed_group_lets_its_best_waiting_hosts_in_and_none_is_left_behind(
     waiting = frontier.key("gwait:domain:farm.example")
     assert frontier.client.zcard(waiting) == 11
     frontier.fetch_ended(taken.lease_id, 0.0, fetched=True)
+    frontier.done(taken.lease_id, "w1")
     let_in = set(farm[-1 - RELEASE_BATCH : -1])  # the next best
     assert frontier.client.zcard(waiting) == 11 - RELEASE_BATCH
     for host in let_in:
         frontier.block(host, "robots_disallow_all")  # they leave without being taken
+    assert frontier.pending(), "nothing is eligible or in flight, but hosts still wait for the group"
     got = []
     while claimed := frontier.claim(5, "w1", 0):
         (one,) = claimed  # one request in the group at a time, still
