@@ -29,7 +29,6 @@ class EvidenceBar:
         self.counts = [0] * BINS
         self.passed = 0
         self.level = PASS
-        self.look_at = MIN_PASSED  # passing scores at which the bar is next looked at by `grown`
 
     def add(self, score: float) -> None:
         if score > PASS:
@@ -56,15 +55,6 @@ class EvidenceBar:
             return False
         self.level = level
         return True
-
-    def grown(self) -> bool:
-        """Update the bar when the passing scores reached MIN_PASSED or doubled since its last look; True
-        when it moved. A crawl of 200 pages that looked only every 50 observations judged its hosts by the
-        bare threshold for a third of its budget (pages of hosts with no good page pass it, README)."""
-        if self.passed < self.look_at:
-            return False
-        self.look_at = 2 * self.passed
-        return self.update()
 
     def good(self, score: float) -> bool:
         return score >= self.level if self.level > PASS else score > PASS

@@ -159,15 +159,8 @@ class AdaptiveIndex(SampleThenDeepen):
     # v10: its fillers no longer wait while `fill_hosts` hosts have scores on their way. That wait made the
     # cleaner's speed, not --keep-busy, set the trade-off: under load (score lag 160) it gained up to 13%
     # per fetch and lost 34-42% per hour; without it, 0-6% less per fetch and 10-19% less per hour, and
-    # the same per fetch quiet (tuning seeds 104-108; max_unscored still keeps the crawl near its scores).
-    # v11: its evidence bar is first set at 20 passing scores and looked at again at each doubling of them,
-    # not only with the aspiration (every 50 observations): small budgets judged their hosts by the bare
-    # threshold for a third of the crawl, and deepened hosts none of whose pages is good (their pages score
-    # 0.87-0.94 with heuristic_v3). Tuning seeds 400-404, x sample_deepen, geometric mean over the 8 webs:
-    # 1% 1.10 -> 1.14x (light_tail 0.78 -> 0.81x), 2% 1.04 -> 1.08x (light_tail 0.83 -> 0.90x), 5% and
-    # 10% within 0.01 (noisy_scorer 3% lower at both). Report seeds 600-604: per (seed, web) v11 / v10 0.98x
-    # at 2%, 1.01x at 1%: no gain there, and no loss; it stays for judging by the bar it means to.
-    key, name = "adaptive", "adaptive_v11"
+    # the same per fetch quiet (tuning seeds 104-108; max_unscored still keeps the crawl near its scores)
+    key, name = "adaptive", "adaptive_v10"
 
     def __init__(self, config: PolicyConfig) -> None:
         super().__init__(config)
@@ -182,8 +175,6 @@ class AdaptiveIndex(SampleThenDeepen):
     def epoch(self, progress: CrawlProgress) -> int:
         if not self.explored and not self.exploring(progress):
             self.explored = True
-            self.updates += 1
-        if self.bar.grown():
             self.updates += 1
         due = max(ASPIRATION_EVERY, ASPIRATION_EVERY_SHARE * len(self.means))
         if self.changes >= due and len(self.means) >= ASPIRATION_MIN_HOSTS:
