@@ -293,12 +293,13 @@ class RedisHostScheduler(HostScheduler):
             self.stats.inc_value("redirect/followed")
         return True
 
-    def enqueue_links(self, urls: list[str], depth: int) -> None:
-        """A page's links (links_found): one ENQUEUE for them all, each host ranked once."""
+    def enqueue_links(self, urls: list[str], depth: int, discover: bool = False) -> None:
+        """A page's links or a sitemap's entries (links_found): one ENQUEUE per batch of them, each host
+        ranked once (`discover`: sitemaps, in front of their hosts' pages, as `enqueue_request` puts them)."""
         ranks: dict[str, float] = {}
         batch: list[NewUrl] = []
         for url in urls:
-            new = self._new_url(QueuedRequest(canonical(url), depth, {}, False), False, False, ranks)
+            new = self._new_url(QueuedRequest(canonical(url), depth, {}, discover), discover, False, ranks)
             if isinstance(new, str):
                 self.stats.inc_value(f"frontier/dropped/{new}")
             else:

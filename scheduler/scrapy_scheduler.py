@@ -237,11 +237,12 @@ class HostScheduler:
             self.stats.inc_value("redirect/followed")
         return True
 
-    def enqueue_links(self, urls: list[str], depth: int) -> None:
-        """A page's links (links_found), each queued as `enqueue_request` queues a new link."""
+    def enqueue_links(self, urls: list[str], depth: int, discover: bool = False) -> None:
+        """A page's links or a sitemap's entries (links_found), each queued as `enqueue_request` queues a
+        new link (`discover`: sitemaps, in front of their hosts' pages)."""
         assert self.frontier is not None
         for url in urls:
-            reason = self.frontier.add(url, depth)
+            reason = self.frontier.add(url, depth, discover=discover)
             self.stats.inc_value("frontier/enqueued" if reason is None else f"frontier/dropped/{reason}")
 
     def _redirect_loop(self, request: Request, old: Lease | None) -> bool:

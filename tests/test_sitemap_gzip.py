@@ -31,14 +31,14 @@ def _response(url: str, body: bytes) -> Response:
 def test_a_gzipped_sitemap_lists_its_hosts_pages() -> None:
     spider = _spider(2**20)
     response = _response(f"{HOST}/sitemap.xml.gz", gzip.compress(_sitemap(30)))
-    urls = [r.url for r in spider.follow_sitemap(response)]
-    assert urls == [f"{HOST}/p/{i}.html" for i in range(30)]
+    urls, nested = spider.sitemap_entries(response) or ([], None)
+    assert not nested and urls == [f"{HOST}/p/{i}.html" for i in range(30)]
     assert spider.crawler.stats.get_value("sitemap/gzipped") == 1
 
 
 def test_a_plain_sitemap_is_read_as_before() -> None:
     spider = _spider(2**20)
-    urls = list(spider.follow_sitemap(_response(f"{HOST}/sitemap.xml", _sitemap(3))))
+    urls, _ = spider.sitemap_entries(_response(f"{HOST}/sitemap.xml", _sitemap(3))) or ([], None)
     assert len(urls) == 3 and spider.crawler.stats.get_value("sitemap/gzipped") is None
 
 
@@ -46,12 +46,12 @@ def test_a_sitemap_inflating_past_the_cap_is_refused() -> None:
     spider = _spider(64 * 1024)
     body = gzip.compress(_sitemap(5000))  # ~300 KB decoded, a few KB on the wire
     assert len(body) < 64 * 1024
-    assert list(spider.follow_sitemap(_response(f"{HOST}/sitemap.xml.gz", body))) == []
+    assert spider.sitemap_entries(_response(f"{HOST}/sitemap.xml.gz", body)) is None
     assert spider.crawler.stats.get_value("sitemap/too_large") == 1
 
 
 def test_a_broken_gzip_sitemap_is_counted_unparsable() -> None:
     spider = _spider(2**20)
     body = b"\x1f\x8b\x08" + b"\x00" * 40
-    assert list(spider.follow_sitemap(_response(f"{HOST}/sitemap.xml.gz", body))) == []
+    assert spider.sitemap_entries(_response(f"{HOST}/sitemap.xml.gz", body)) is None
     assert spider.crawler.stats.get_value("sitemap/unparsable") == 1

@@ -3,9 +3,9 @@
 A link sent as a Scrapy Request each went through the spider middlewares, `engine.crawl`, a signal and the
 scheduler: about 30% of the crawling process's CPU at 256 requests in flight, for pages of 68 links
 (benchmarks/network_bound.py --profile). The frontier only needs the URL and its depth, so the spider hands it
-the page's links at once (`links_found`), after the same checks: Scrapy's DEPTH_LIMIT (DepthMiddleware) and
-URLLENGTH_LIMIT (UrlLengthMiddleware), and `--allow` / `--deny` (crawler/fetch/urlfilter.py), counted
-under the same stats.
+the page's links at once (`links_found`), and a sitemap's entries too (up to 50,000 of them), after the same
+checks: Scrapy's DEPTH_LIMIT (DepthMiddleware) and URLLENGTH_LIMIT (UrlLengthMiddleware), and `--allow` /
+`--deny` (crawler/fetch/urlfilter.py), counted under the same stats.
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ class LinkGate:
         # the crawl's scheduler takes batches if it answers one (an empty one changes nothing)
         self.batches = bool(crawler.signals.send_catch_log(signal=links_found, urls=[], depth=0))
 
-    def enqueue(self, urls: list[str], depth: int) -> bool:
+    def enqueue(self, urls: list[str], depth: int, discover: bool = False) -> bool:
         """Sends the links that pass to the frontier; False if no scheduler takes batches of links (the
-        caller then yields a Request per link, which Scrapy's middlewares check)."""
+        caller then yields a Request per link, which Scrapy's middlewares check). `discover`: they are
+        sitemaps (a sitemap index's entries), queued in front of their hosts' pages."""
         if not self.batches:
             return False
         if self.max_depth and depth > self.max_depth:
@@ -50,5 +51,5 @@ class LinkGate:
         if kept:
             self.stats.max_value("request_depth_max", depth)
             self.stats.inc_value("links/batches")
-            self.crawler.signals.send_catch_log(signal=links_found, urls=kept, depth=depth)
+            self.crawler.signals.send_catch_log(signal=links_found, urls=kept, depth=depth, discover=discover)
         return True
