@@ -74,8 +74,11 @@ def test_a_sitemap_index_is_read_before_its_hosts_pages_and_its_entries_go_in_ba
         urls = rows["url"].to_list()
         sitemaps = [i for i, url in enumerate(urls) if "/sitemap-" in url]
         assert len(sitemaps) >= 2, f"{host}: its sitemap index's sitemaps were not fetched: {urls[:8]}"
-        # the seed (home page), robots.txt's sitemap.xml, then every sitemap it names, before any other page
-        assert sitemaps == list(range(2, 2 + len(sitemaps))), f"{host}: {urls[: 3 + len(sitemaps)]}"
+        # the seed (home page), robots.txt's sitemap.xml, then every sitemap it names, before any other page;
+        # on Redis one page may come first: the host is free again once sitemap.xml's answer is in, and a
+        # claim may reach Redis before the sitemap's entries do (what the Request per entry did too)
+        between = sitemaps[-1] - 1 - len(sitemaps)
+        assert between <= (1 if frontier == "redis" else 0), f"{host}: {urls[: 4 + len(sitemaps)]}"
         children += len(sitemaps)
     assert stats["sitemap/batches"] == 3 + children  # every sitemap's entries in one batch: none one by one
     assert stats["sitemap/urls"] >= 3 * 1500
