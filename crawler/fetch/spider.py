@@ -169,13 +169,9 @@ class HostSpider(scrapy.Spider):
         if not entries:
             return
         urls, nested = entries
-        depth = int(response.meta.get("depth", 0)) + 1
-        if self.link_gate.enqueue(urls, depth, discover=nested):
+        if self.link_gate.batches:
             self.crawler.stats.inc_value("sitemap/batches")
-            return
-        meta = {DISCOVER_META: True} if nested else {}
-        for url in urls:
-            yield scrapy.Request(url, callback=self.parse, errback=self.failed, meta=meta)
+        yield from self.send(response, urls, discover=nested)
 
     def sitemap_entries(self, response: Response) -> tuple[list[str], bool] | None:
         """The sitemap's URLs of its own host (at most MAX_SITEMAP_URLS), and whether they are sitemaps
@@ -243,11 +239,16 @@ class HostSpider(scrapy.Spider):
             if not self.follow_cross_host and parts.hostname != host:
                 continue
             urls.append(link.url)
-        depth = int(response.meta.get("depth", 0)) + 1
-        if self.link_gate.enqueue(urls, depth):
+        yield from self.send(response, urls)
+
+    def send(self, response: Response, urls: list[str], discover: bool = False) -> Iterator[scrapy.Request]:
+        """URLs found in a response, one level deeper: to the frontier in one batch, or a Request each to a
+        scheduler that takes no batches (`discover`: sitemaps, fetched before the host's pages)."""
+        if self.link_gate.enqueue(urls, int(response.meta.get("depth", 0)) + 1, discover=discover):
             return
+        meta = {DISCOVER_META: True} if discover else {}
         for url in urls:
-            yield scrapy.Request(url, callback=self.parse, errback=self.failed)
+            yield scrapy.Request(url, callback=self.parse, errback=self.failed, meta=meta)
 
     def failed(self, failure: Failure) -> Iterator[dict[str, Any]]:
         if isinstance(failure.value, StopCancelled):  # never sent: its lease stays open for a resume
