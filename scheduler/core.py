@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import re
 import sys
 from collections import Counter
-from collections.abc import Callable
-from urllib.parse import urlsplit
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from scheduler.frontier_limits import FrontierLimits, ScorePipe
 from scheduler.groups import PolitenessGroups
@@ -16,12 +15,11 @@ from scheduler.host_scores import next_in_host, record_score
 from scheduler.hosts import PARKED, HostRecord, HostState, Phase, host_state
 from scheduler.lease import Lease, ScoreLag
 from scheduler.policy_base import CrawlProgress, Policy
-from scheduler.queue_window import QueuedUrl, QueueWindows, queued_shape
-from scheduler.sqlite_store import FetchedPage, SeenUrls, SQLiteFrontier
-from scheduler.urls import TrapGuard, canonical, fingerprint
+from scheduler.queue_window import QueuedUrl, QueueWindows
+from scheduler.seen_urls import SeenUrls
+from scheduler.sqlite_store import FetchedPage, SQLiteFrontier
+from scheduler.urls import Candidate, PathPatterns, TrapGuard, screen
 
-PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
-DIGITS = re.compile(r"\d+")
 ENDED = (HostState.DROPPED, HostState.BLOCKED)  # no policy decision changes these
 
 
@@ -49,10 +47,7 @@ class HostFrontier:
         self.hosts: dict[str, HostRecord] = {}
         self.windows = QueueWindows(store, limits.memory_head, limits.memory_urls)
         self.seen = SeenUrls(store, in_memory=limits.memory_urls <= 0)
-        # URLs queued per (host, path shape), keyed by the pair's hash: a frontier of a million hosts keeps
-        # one small int per pair instead of a Counter and shape strings per host (two pairs sharing a hash
-        # would only share a count)
-        self.patterns: Counter[int] = Counter()
+        self.patterns = PathPatterns()
         self.progress = CrawlProgress(budget=limits.budget)
         self.in_flight = 0
         self.unobserved = 0  # pages fetched whose score has not arrived yet
@@ -84,9 +79,12 @@ class HostFrontier:
             self.count("host/discovered")
         return record
 
-    def add(
+    def add(self, url: str, depth: int, **kind: Any) -> str | None:
+        return self.add_links([url], depth, **kind)[0]  # why it was not queued (a stats reason) or None
+
+    def add_links(
         self,
-        url: str,
+        urls: Iterable[str],
         depth: int,
         *,
         extra: bytes | None = None,
@@ -94,55 +92,62 @@ class HostFrontier:
         after: Lease | None = None,
         discover: bool = False,
         behind: bool = False,
-    ) -> str | None:
-        """Queue a URL; returns why it was not queued (a stats reason) or None.
+    ) -> list[str | None]:
+        """Queue URLs of one depth (a page's links, a sitemap's entries), with one dedup lookup and one
+        insert per table for them all; returns, per URL, why it was not queued (a stats reason) or None.
 
         `force` skips dedup and trap checks (retries); `after` is the lease a retry or redirect
         continues: the URL goes to the front of its host's queue and keeps the lease's place in line,
         or to its back with `behind` (robots.txt said "not now" for this URL's origin).
         """
-        url = canonical(url)
-        parts = urlsplit(url)
-        host_name = (parts.hostname or "").lower()
-        if not host_name:
-            return "no_host"
-        if not force:
-            trap = self.guard.reason(url)
-            if trap:
-                return f"trap/{trap}"
-            fp = fingerprint(url)
-            if fp in self.seen:
-                return "duplicate"
-        record = self.host(host_name)
-        if record.state is HostState.BLOCKED:
-            if not force:  # discovered, and deliberately not queued: a resume does not queue it either
-                self.seen.add(fp)
-            return "host_blocked"
-        if len(record.queue) >= self.limits.per_host_queue:
-            return "host_queue_full"
-        pattern = hash((host_name, DIGITS.sub("N", parts.path)))
-        self.patterns[pattern] += 1
-        if self.patterns[pattern] > PATTERN_CAP and not force:
-            return "trap/pattern_explosion"
-        if not force:
-            self.seen.add(fp)
+        checked = [screen(url, self.guard, force) for url in urls]
+        seen = set() if force else self.seen.among([c.fp for c in checked if isinstance(c, Candidate)])
         after = None if behind else after  # `behind`: queued again as if new, the youngest of its host
-        seq = after.seq if after is not None else next(self.seq)
         # its place in the host's queue: retries and sitemaps before everything queued so far
         front = after is not None or (discover and not behind)
-        position = -next(self.seq) if after is not None else -seq if front else seq
-        shape = queued_shape(url)
-        row_id = self.store.push(host_name, url, depth, seq, extra, discover, position, shape)
-        item = QueuedUrl(url, depth, seq, row_id, extra, discover, position, shape)
-        if front:
-            record.queue.appendleft(item)  # finish what was started before starting anything new
-        else:
-            record.queue.append(item)
-        # re-ranked when it may now lead: the first URL, one put in front, or one shallower than the head
-        # (a seed Scrapy handed over after the host's first links: breadth-first fetches it first)
-        if len(record.queue) == 1 or front or depth < record.queue[0].depth:
+        reasons: list[str | None] = []
+        marked: list[int] = []  # fingerprints now seen
+        rows: list[tuple[HostRecord, QueuedUrl]] = []
+        batch: Counter[str] = Counter()  # URLs of this batch per host
+        touched: dict[str, HostRecord] = {}
+        for c in checked:
+            if isinstance(c, str) or c.fp in seen:
+                reasons.append(c if isinstance(c, str) else "duplicate")
+                continue
+            record = self.host(c.host)
+            queued = len(record.queue) + batch[c.host]
+            # a blocked host's URL is discovered, and deliberately not queued (nor on a resume)
+            reason = "host_blocked" if record.state is HostState.BLOCKED else None
+            if not reason and queued >= self.limits.per_host_queue:
+                reason = "host_queue_full"
+            elif not reason and self.patterns.over_cap(c.host, c.path) and not force:
+                reason = "trap/pattern_explosion"
+            if not force and reason in (None, "host_blocked"):
+                seen.add(c.fp)
+                marked.append(c.fp)
+            reasons.append(reason)
+            if reason:
+                continue
+            # re-ranked when it may now lead: the first URL, one in front, or one shallower than the head (a
+            # seed Scrapy handed over after the host's first links: breadth-first fetches it first)
+            if not batch[c.host] and (not queued or front or depth < record.queue[0].depth):
+                touched[c.host] = record
+            batch[c.host] += 1
+            seq = after.seq if after is not None else next(self.seq)
+            position = -next(self.seq) if after is not None else -seq if front else seq
+            row = QueuedUrl(c.url, depth, seq, self.store.new_row_id(), extra, discover, position)
+            rows.append((record, row))
+        self.seen.add(marked)
+        self.store.push_many(
+            (i.row_id, r.host, i.url, depth, i.seq, extra, int(discover), i.position, i.shape)
+            for r, i in rows
+        )
+        # into the queues once the store holds them (a queue may page in); in front: finish what was started
+        for record, item in rows:  # before starting anything new
+            (record.queue.appendleft if front else record.queue.append)(item)
+        for record in touched.values():
             self.touch(record)
-        return None
+        return reasons
 
     # -- handing out ----------------------------------------------------------------------------
 

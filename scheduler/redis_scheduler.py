@@ -21,7 +21,6 @@ import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Self
-from urllib.parse import urlsplit
 
 import redis
 from scrapy import Request
@@ -52,7 +51,7 @@ from scheduler.scrapy_scheduler import (
     politeness_restored,
 )
 from scheduler.shared_policy import UNRANKED, SharedPolicy
-from scheduler.urls import canonical
+from scheduler.urls import canonical, screen
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -312,13 +311,10 @@ class RedisHostScheduler(HostScheduler):
     ) -> NewUrl | str:
         """What ENQUEUE sends for a canonical URL, or why it is not queued (a stats reason). `ranks`
         holds the ranks of hosts already seen in this batch."""
-        url = queued.url
-        host = (urlsplit(url).hostname or "").lower()
-        if not host:
-            return "no_host"
-        trap = None if force else self.guard.reason(url)
-        if trap:
-            return f"trap/{trap}"
+        screened = screen(queued.url, self.guard, force)
+        if isinstance(screened, str):
+            return screened
+        url, host = queued.url, screened.host
         if host not in self.grouped:  # its politeness groups reach Redis before its first URL does
             self.grouped.add(host)
             self.link.send("join", host, domain_group(host))

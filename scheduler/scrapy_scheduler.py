@@ -241,8 +241,7 @@ class HostScheduler:
         """A page's links or a sitemap's entries (links_found), each queued as `enqueue_request` queues a
         new link (`discover`: sitemaps, in front of their hosts' pages)."""
         assert self.frontier is not None
-        for url in urls:
-            reason = self.frontier.add(url, depth, discover=discover)
+        for reason in self.frontier.add_links(urls, depth, discover=discover):
             self.stats.inc_value("frontier/enqueued" if reason is None else f"frontier/dropped/{reason}")
 
     def _redirect_loop(self, request: Request, old: Lease | None) -> bool:

@@ -57,6 +57,8 @@ PENDING, LEASED, FETCHED, OWED = 0, 1, 2, 3
 # it got to them owes them still: its response may be in a WARC already and must get its page row.
 QUEUED = f"state IN ({PENDING}, {OWED})"
 FIRST_POSITION = -(1 << 63)  # below every queue position
+# a queue row: id, host, url, depth, seq, extra, discover, position, shape
+QueueRow = tuple[int, str, str, int, int, bytes | None, int, int, str | None]
 
 
 class FrontierError(RuntimeError):
@@ -124,6 +126,7 @@ class SQLiteFrontier:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.last_id: int | None = None  # the largest queue row id given out (None: not read yet)
         existed = path.exists() and path.stat().st_size > 0
         try:
             self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -194,8 +197,18 @@ class SQLiteFrontier:
     def add_seen(self, fps: Iterable[int]) -> None:
         self.db.executemany("INSERT OR IGNORE INTO seen VALUES (?)", ((fp,) for fp in fps))
 
-    def is_seen(self, fp: int) -> bool:
-        return self.db.execute("SELECT 1 FROM seen WHERE fp=?", (fp,)).fetchone() is not None
+    def seen_among(self, fps: list[int]) -> set[int]:
+        """Those of `fps` already seen: one query for a page's links (a JSON array, one cached statement)."""
+        query = "SELECT fp FROM seen WHERE fp IN (SELECT value FROM json_each(?))"
+        return {int(fp) for (fp,) in self.db.execute(query, (json.dumps(fps),))}
+
+    def new_row_id(self) -> int:
+        """The id of the next queued URL's row. Given out here, not by SQLite (the only writer is this
+        process), so that a page's links go in with one `push_many`."""
+        if self.last_id is None:
+            self.last_id = int(self.db.execute("SELECT coalesce(max(id), 0) FROM queue").fetchone()[0])
+        self.last_id += 1
+        return self.last_id
 
     def push(
         self,
@@ -208,12 +221,17 @@ class SQLiteFrontier:
         position: int = 0,
         shape: str | None = None,
     ) -> int:
-        cursor = self.db.execute(
-            "INSERT INTO queue (host, url, depth, seq, extra, discover, position, shape) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (host, url, depth, seq, extra, int(discover), position, shape),
+        row_id = self.new_row_id()
+        self.push_many([(row_id, host, url, depth, seq, extra, int(discover), position, shape)])
+        return row_id
+
+    def push_many(self, rows: Iterable[QueueRow]) -> None:
+        """Queue rows (id from `new_row_id`, host, url, depth, seq, extra, discover, position, shape)."""
+        self.db.executemany(
+            "INSERT INTO queue (id, host, url, depth, seq, extra, discover, position, shape) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
         )
-        return int(cursor.lastrowid or 0)
 
     def queued(self, host: str, after: int | None, limit: int, skip: int = 0) -> list[QueuedUrl]:
         """The host's queued URLs in queue order, after position `after` (None: from the front) and the
@@ -364,28 +382,6 @@ class SQLiteFrontier:
         if not isinstance(data, dict):
             raise FrontierError(f"{self.path}: {what} is not JSON; start a new run with a fresh --out")
         return data
-
-
-class SeenUrls:
-    """Fingerprints of the URLs queued so far, for dedup: looked up in the store (no memory per URL), or
-    with `in_memory` also held in a set (about 70 bytes per URL: the frontier before issue 13)."""
-
-    def __init__(self, store: SQLiteFrontier, in_memory: bool) -> None:
-        self.store = store
-        self.memory: set[int] | None = set() if in_memory else None
-
-    def __contains__(self, fp: int) -> bool:
-        return fp in self.memory if self.memory is not None else self.store.is_seen(fp)
-
-    def add(self, fp: int) -> None:
-        if self.memory is not None:
-            self.memory.add(fp)
-        self.store.add_seen((fp,))
-
-    def load(self) -> None:
-        """A resumed run: the set is filled from the store (the store alone needs nothing)."""
-        if self.memory is not None:
-            self.memory.update(self.store.seen())
 
 
 _ZSTD = zstandard.ZstdCompressor(level=1)  # kept only until the page is scored

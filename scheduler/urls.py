@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
@@ -16,6 +17,7 @@ MAX_SEGMENT_REPEATS = 3  # /a/b/a/b/a/b... is a relative-link loop
 MAX_QUERY_PARAMS = 6  # faceted-search explosions add parameters without adding pages
 MAX_URL_LENGTH = 2048
 MAX_LINKS_PER_PAGE = 6000  # links followed from one page (Heritrix's max outlinks); the rest counted
+PATTERN_CAP = 500  # URLs per host sharing one path shape (digits masked): calendars, session ids
 CANONICAL_CACHE = 1 << 16  # navigation links repeat on every page of a host: most adds are repeats
 # (and the policies look at the same queued URLs' shapes on every pick)
 DIGIT_RUNS = re.compile(r"\d+")
@@ -110,3 +112,41 @@ class TrapGuard:
         if parts.query and len(parse_qsl(parts.query, keep_blank_values=True)) > self.max_query_params:
             return "too_many_params"
         return None
+
+
+@dataclass(slots=True, frozen=True)
+class Candidate:
+    """A URL a frontier may queue: its canonical form, host, path and fingerprint."""
+
+    url: str
+    host: str
+    path: str
+    fp: int
+
+
+def screen(url: str, guard: TrapGuard, force: bool = False) -> Candidate | str:
+    """The URL canonical and checked for traps (not with `force`: a retry), or why it is not queued (a
+    stats reason: `no_host`, `trap/...`). Dedup is the frontier's."""
+    url = canonical(url)
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if not host:
+        return "no_host"
+    trap = None if force else guard.reason(url)
+    return f"trap/{trap}" if trap else Candidate(url, host, parts.path, fingerprint(url))
+
+
+class PathPatterns:
+    """URLs queued per (host, path with its digits masked), keyed by the pair's hash: a frontier of a
+    million hosts keeps one small int per pair instead of a Counter and path strings per host (two pairs
+    sharing a hash would only share a count)."""
+
+    def __init__(self, cap: int = PATTERN_CAP) -> None:
+        self.cap = cap
+        self.counts: Counter[int] = Counter()
+
+    def over_cap(self, host: str, path: str) -> bool:
+        """Count one more URL of this pattern; True once the host has more than `cap` of them."""
+        key = hash((host, DIGIT_RUNS.sub("N", path)))
+        self.counts[key] += 1
+        return self.counts[key] > self.cap

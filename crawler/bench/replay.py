@@ -192,10 +192,10 @@ class SimulatedCrawl:
         if page.status == 200:
             sitemap = page.headers.get("Content-Type", "").startswith("application/xml")
             nested = sitemap and b"<sitemapindex" in page.body  # its entries are sitemaps, not pages
-            for raw in (LOC if sitemap else HREF).findall(page.body):
-                url = urljoin(lease.url, raw.decode("utf-8", "replace"))
-                if url.startswith("http"):
-                    self.frontier.add(url, lease.depth + 1, discover=nested)
+            pattern = LOC if sitemap else HREF
+            found = (urljoin(lease.url, raw.decode("utf-8", "replace")) for raw in pattern.findall(page.body))
+            links = [url for url in found if url.startswith("http")]
+            self.frontier.add_links(links, lease.depth + 1, discover=nested)
         if page.label is None:
             score = None
         elif self.scores is None:
