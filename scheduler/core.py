@@ -93,8 +93,8 @@ class HostFrontier:
         discover: bool = False,
         behind: bool = False,
     ) -> list[str | None]:
-        """Queue URLs of one depth (a page's links, a sitemap's entries), with one dedup lookup and one
-        insert per table for them all; returns, per URL, why it was not queued (a stats reason) or None.
+        """Queue URLs of one depth (a page's links, a sitemap's entries): one dedup lookup and one insert
+        per table, each host ranked once they are in; returns, per URL, why not (a stats reason) or None.
 
         `force` skips dedup and trap checks (retries); `after` is the lease a retry or redirect
         continues: the URL goes to the front of its host's queue and keeps the lease's place in line,

@@ -1,6 +1,8 @@
 """A page's links go to the SQLite frontier in one batch (one dedup lookup, one insert per table): the
-frontier must end up exactly as if they had been queued one by one, and a resumed run must go on
-numbering its queue rows after the old ones."""
+same links must be queued, refused for the same reasons and stored in the same order as if they had been
+queued one by one, and a resumed run must go on numbering its queue rows after the old ones. (A batch ranks
+each host once, with all of the page's links counted; one at a time ranked it at its first link. That can
+reorder hosts the policy ties on, so the hand-out order is compared on a web where it does not.)"""
 
 from __future__ import annotations
 
