@@ -210,21 +210,6 @@ class SQLiteFrontier:
         self.last_id += 1
         return self.last_id
 
-    def push(
-        self,
-        host: str,
-        url: str,
-        depth: int,
-        seq: int,
-        extra: bytes | None,
-        discover: bool = False,
-        position: int = 0,
-        shape: str | None = None,
-    ) -> int:
-        row_id = self.new_row_id()
-        self.push_many([(row_id, host, url, depth, seq, extra, int(discover), position, shape)])
-        return row_id
-
     def push_many(self, rows: Iterable[QueueRow]) -> None:
         """Queue rows (id from `new_row_id`, host, url, depth, seq, extra, discover, position, shape)."""
         self.db.executemany(

@@ -135,7 +135,8 @@ def test_a_frontier_row_holding_a_pickle_is_refused_without_unpickling_it(tmp_pa
     run.mkdir()
     (run / "config.toml").write_text('seeds = ["http://a.example/"]\n')
     store = SQLiteFrontier(run / "frontier.sqlite3")
-    store.push("a.example", "http://a.example/x", 0, 0, pickle.dumps(_Payload(marker)))
+    payload = pickle.dumps(_Payload(marker))
+    store.push_many([(store.new_row_id(), "a.example", "http://a.example/x", 0, 0, payload, 0, 0, None)])
     store.close()
     command = [*HOSTCRAWL, "crawl", "--no-progress", "--resume", str(run)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
