@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from crawler.bench.demo import last_fifth_pace
 from crawler.bench.replay import SimulatedCrawl, Timing, replay, tail_pace
 from crawler.testweb import TestWebConfig
 from crawler.testweb.model import SiteModel
+from scheduler.lease import Lease
 
 
 def test_replay_spends_the_budget_and_ranks_host_aware_policies_far_above_breadth_first() -> None:
@@ -61,9 +63,48 @@ def test_the_simulated_clock_rests_each_host_and_counts_pages_per_hour() -> None
     assert rested, "some hosts with a Crawl-delay were fetched twice"
     assert all(gap >= delays[host] for host, gap in rested.items()), rested
     assert polite.clock > fast.clock
-    assert polite.hq_per_hour == pytest.approx(3600 * sum(polite.hits) / polite.clock)
+    ended = zip(polite.done_at, polite.hits, strict=True)
+    by_then = sum(hit for (at, _), hit in ended if at <= polite.handed_out_at)
+    assert 0 < polite.handed_out_at < polite.clock
+    assert polite.hq_per_hour == pytest.approx(3600 * by_then / polite.handed_out_at)
     assert polite.hq_per_hour < fast.hq_per_hour
     assert 0.0 <= fast.idle_share <= 1.0 and 0.0 <= polite.idle_share <= 1.0
+
+
+class _SlowLastFetch(SimulatedCrawl):
+    """The same crawl, but the fetch that spends the budget's last page takes `extra` seconds more."""
+
+    extra = 0.0
+
+    def start(self, lease: Lease) -> None:
+        super().start(lease)
+        if self.frontier.budget_left() <= 0 and self.extra:
+            entry = next(e for e in self.in_flight if e[2] is lease)
+            self.in_flight.remove(entry)
+            self.in_flight.append((entry[0] + self.extra, entry[1], lease))
+            heapq.heapify(self.in_flight)
+            self.extra = 0.0
+
+
+def test_a_slow_last_fetch_lengthens_the_drain_not_the_pages_per_hour(tmp_path: Path) -> None:
+    """A 6 s fetch handed out last (a slow host sampled at the end) was a fifth of a 15 s replay's clock;
+    a crawl of hours waits for it once. hq/hour is the rate until the last fetch is handed out, and the
+    wait after it is the drain."""
+    model = SiteModel(TestWebConfig(n_hosts=60, seed=2, robots_dir=""))
+    budget = int(sum(h.n_pages for h in model.hosts) * 0.1)
+    runs = []
+    for extra in (0.0, 6.0):
+        sim = _SlowLastFetch(model, "adaptive", budget, 32, tmp_path / f"{extra}.db", {})
+        sim.extra = extra
+        sim.run()
+        sim.frontier.store.close()
+        runs.append(sim)
+    quick, slow = runs
+    assert sorted(quick.hits) == sorted(slow.hits) and quick.handed_out_at == slow.handed_out_at
+    assert slow.clock >= slow.handed_out_at + 6.0 > quick.clock
+    assert slow.hq_per_hour == quick.hq_per_hour
+    assert slow.drain_share > quick.drain_share
+    assert slow.drain_share == pytest.approx(1 - slow.handed_out_at / slow.clock)
 
 
 def test_keep_busy_trades_pages_per_fetch_for_pages_per_hour() -> None:

@@ -59,14 +59,14 @@ CLOCK_TITLE = "the clock and the ceiling"
 def _check_clock_table(table: str, saved: dict[str, Any], webs: list[str], policies: list[str]) -> None:
     """The clock table has a row per web and policy; no policy passes the ceiling (it cannot: each
     high-quality page is fetched once at most), idle shares are shares, and the JSON says what it prints."""
-    rows = {(r[0], r[1]): r for r in (line.split() for line in table.splitlines()) if len(r) == 8}
+    rows = {(r[0], r[1]): r for r in (line.split() for line in table.splitlines()) if len(r) == 9}
     rows.pop(("web", "policy"), None)
     assert sorted(rows) == sorted((w, p) for w in webs for p in policies)
     for (web, policy), row in rows.items():
         ceiling, share, per_hour, idle = float(row[2]), float(row[3]), float(row[4]), float(row[6])
         figures = saved[web][policy]
         assert 0 < ceiling <= 1 and share <= 1.0, (web, policy, row)
-        assert 0 <= idle <= 1 and per_hour > 0, (web, policy, row)
+        assert 0 <= idle <= 1 and per_hour > 0 and 0 <= float(row[8]) < 1, (web, policy, row)
         assert row[4] == f"{figures['hq_per_hour']:.0f}" and row[2] == f"{figures['ceiling']:.3f}"
         if policy == "sample_deepen":
             assert row[5] == "1.00"

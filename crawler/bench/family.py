@@ -74,12 +74,13 @@ class Outcome:
     hq_per_fetch: float
     spent: float  # share of the budget fetched
     ceiling: float  # min(1, high-quality pages in the web / budget): no policy's hq/fetch passes it
-    hq_per_hour: float  # on the simulated clock
-    idle_share: float  # of the simulated time, fewer than half of the request slots busy
+    hq_per_hour: float  # on the simulated clock, until the last fetch is handed out
+    idle_share: float  # of that time, fewer than half of the request slots busy
     tail_rate: float  # pages/s over the budget's last 20%, over the crawl's mean pages/s
+    drain_share: float = 0.0  # of the simulated time, after the last fetch was handed out
 
 
-CLOCK_FIELDS = ("ceiling", "hq_per_hour", "idle_share", "tail_rate")
+CLOCK_FIELDS = ("ceiling", "hq_per_hour", "idle_share", "tail_rate", "drain_share")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +127,8 @@ class FamilyRun:
         )
         budget = sim.frontier.limits.budget
         spent = len(sim.hits) / budget
-        return Outcome(value, spent, ceiling(model, budget), sim.hq_per_hour, sim.idle_share, sim.tail_rate)
+        clock = (sim.hq_per_hour, sim.idle_share, sim.tail_rate, sim.drain_share)
+        return Outcome(value, spent, ceiling(model, budget), *clock)
 
 
 @functools.lru_cache(maxsize=2)
@@ -283,10 +285,10 @@ def clock_means(per_seed: dict[int, dict[str, dict[str, Outcome]]]) -> dict[str,
 
 def format_clock_table(clock: dict[str, dict[str, dict[str, float]]], mode: str) -> str:
     """One row per (web, policy): the ceiling, the policy's share of it, high-quality pages per hour and
-    their ratio to sample_deepen's, the idle share and the pace of the budget's last 20%."""
+    their ratio to sample_deepen's, the idle share, the pace of the budget's last 20% and the drain."""
     header = (
         f"{'web':<16} {'policy':<14} {'ceiling':>8} {'of ceiling':>11} {'hq/hour':>9} "
-        f"{'x sample_deepen':>16} {'idle':>6} {'last 20% pace':>14}"
+        f"{'x sample_deepen':>16} {'idle':>6} {'last 20% pace':>14} {'drain':>6}"
     )
     lines = ["", f"the clock and the ceiling ({mode})", header]
     for web, row in clock.items():
@@ -295,7 +297,8 @@ def format_clock_table(clock: dict[str, dict[str, dict[str, float]]], mode: str)
             ratio = f"{f['hq_per_hour'] / base:>16.2f}" if base else f"{'-':>16}"
             lines.append(
                 f"{web:<16} {policy:<14} {f['ceiling']:8.3f} {f['share_of_ceiling']:11.2f} "
-                f"{f['hq_per_hour']:9.0f} {ratio} {f['idle_share']:6.2f} {f['tail_rate']:14.2f}"
+                f"{f['hq_per_hour']:9.0f} {ratio} {f['idle_share']:6.2f} {f['tail_rate']:14.2f} "
+                f"{f['drain_share']:6.2f}"
             )
     return "\n".join(lines)
 

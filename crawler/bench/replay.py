@@ -106,6 +106,11 @@ class SimulatedCrawl:
         self.timing = timing
         self.clock = 0.0
         self.idle_s = 0.0  # simulated seconds with fewer than half of the request slots busy
+        # when the last fetch was handed out, and the idle seconds by then: what follows is the drain, the
+        # wait for the last fetches (a slow host's 2-6 s), which a crawl of hours does not notice and a
+        # 15 s replay does (one slow sample at the end was a fifth of light_tail's clock)
+        self.handed_out_at = 0.0
+        self.idle_by_then = 0.0
         self.done_at: list[tuple[float, str]] = []  # (completion time, host) of each fetch, in order
         jitter = np.random.default_rng(model.cfg.seed).uniform(0.5, 1.5, len(model.hosts))
         self.latency = {
@@ -161,6 +166,7 @@ class SimulatedCrawl:
         """Send a fetch: it completes after its host's latency (and a robots.txt fetch on first contact);
         a URL robots.txt disallows ends at once, as the robots middleware drops it before the network."""
         host = lease.host
+        self.handed_out_at, self.idle_by_then = self.clock, self.idle_s
         first_contact = host not in self.robots
         rules = self.rules(host)
         if rules is not None and not rules.can_fetch(lease.url, GENERIC_UA):
@@ -234,13 +240,26 @@ class SimulatedCrawl:
 
     @property
     def hq_per_hour(self) -> float:
-        """High-quality pages per simulated hour of the crawl."""
-        return 3600.0 * sum(self.hits) / self.clock if self.clock > 0 else 0.0
+        """High-quality pages per simulated hour while the crawl hands out fetches: the pages done by the
+        time its last fetch was handed out, over that time (the crawl's rate, which a crawl of hours keeps;
+        the drain after it is `drain_share`)."""
+        if self.handed_out_at <= 0:
+            return 0.0
+        ended = zip(self.done_at, self.hits, strict=True)
+        done = sum(hit for (at, _), hit in ended if at <= self.handed_out_at)
+        return 3600.0 * done / self.handed_out_at
 
     @property
     def idle_share(self) -> float:
-        """Share of the crawl's simulated time with fewer than half of the request slots busy."""
-        return self.idle_s / self.clock if self.clock > 0 else 0.0
+        """Share of the simulated time until the last fetch was handed out with fewer than half of the
+        request slots busy."""
+        return self.idle_by_then / self.handed_out_at if self.handed_out_at > 0 else 0.0
+
+    @property
+    def drain_share(self) -> float:
+        """Share of the crawl's simulated time spent after its last fetch was handed out, waiting for
+        the fetches (and scores) still on their way."""
+        return 1.0 - self.handed_out_at / self.clock if self.clock > 0 else 0.0
 
     @property
     def tail_rate(self) -> float:
