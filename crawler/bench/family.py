@@ -77,7 +77,7 @@ class Outcome:
     hq_per_hour: float  # on the simulated clock, until the last fetch is handed out
     idle_share: float  # of that time, fewer than half of the request slots busy
     tail_rate: float  # pages/s over the budget's last 20%, over the crawl's mean pages/s
-    drain_share: float = 0.0  # of the simulated time, after the last fetch was handed out
+    drain_share: float  # of the simulated time, after the last fetch was handed out
 
 
 CLOCK_FIELDS = ("ceiling", "hq_per_hour", "idle_share", "tail_rate", "drain_share")

@@ -128,7 +128,7 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
         help="replay every policy on a family of graded webs (ICC, base rate, host-size tail, scorer noise) "
         "and print one table of hq/fetch and ratios to bfs, sample_deepen, sampled_oracle and oracle, "
         "then one of the simulated clock: the ceiling, hq/hour until the last fetch is handed out, idle "
-        "slots, the last 20%% pace and the drain (the wait for the last fetches)",
+        "slots, the last 20%% pace and the drain (the wait for the last fetches and scores)",
     )
     p.add_argument(
         "--graded",
