@@ -61,6 +61,22 @@ def measure(hosts: int, total: int, leases: int, memory_urls: int, db: Path) -> 
     frontier.add_links(page, 1)
     frontier.commit()
     enqueue = queued / (time.perf_counter() - start)
+    next_rate = hand_out(frontier, leases, clock)
+    frontier.store.close()
+    return {
+        "urls": queued,
+        "enqueue": enqueue,
+        "next": next_rate,
+        "rss_mb": peak_rss_mb(),
+        "in_memory": frontier.windows.in_memory,
+        "paged_in": frontier.windows.paged_in,
+        "db_mb": db.stat().st_size / 2**20,
+    }
+
+
+def hand_out(frontier: HostFrontier, leases: int, clock: list[float]) -> float:
+    """Leases per second over `leases` rounds of next, fetch_ended and observe (a host rests 1 s on the
+    frontier's clock after each fetch; the clock moves on when no host is ready)."""
     start = time.perf_counter()
     for _ in range(leases):
         lease = frontier.next()
@@ -69,17 +85,11 @@ def measure(hosts: int, total: int, leases: int, memory_urls: int, db: Path) -> 
             continue
         frontier.fetch_ended(lease, True, clock[0] + 1.0)
         frontier.observe(lease, 0.7)
-    next_rate = leases / (time.perf_counter() - start)
-    frontier.store.close()
-    return {
-        "urls": queued,
-        "enqueue": enqueue,
-        "next": next_rate,
-        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "in_memory": frontier.windows.in_memory,
-        "paged_in": frontier.windows.paged_in,
-        "db_mb": db.stat().st_size / 2**20,
-    }
+    return leases / (time.perf_counter() - start)
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def available_mb() -> float:
