@@ -13,8 +13,10 @@ from benchmarks.scheduler_cost import urls
 from scheduler.core import HostFrontier
 from scheduler.frontier_limits import FrontierLimits
 from scheduler.policies import PolicyConfig, make_policy
+from scheduler.policy_base import HOME_SHAPES, linked_page
 from scheduler.resume import load_frontier
 from scheduler.sqlite_store import SQLiteFrontier
+from scheduler.urls import url_shape
 
 HOSTS, TOTAL = 7, 210  # 30 URLs a host: every one of the generator's 7 path sections, several times
 
@@ -113,3 +115,32 @@ def test_a_generator_whose_urls_have_several_shapes_is_refused(
     )
     with pytest.raises(ValueError, match="several shapes"):
         scale.prefill(tmp_path / "f.sqlite3", 1, 2)
+
+
+def test_home_shapes_are_the_shapes_of_a_home_page_and_of_nothing_else() -> None:
+    home = ["http://h.example", "http://h.example/", "http://h.example/?lang=en", "http://h.example?x=1"]
+    assert {url_shape(url) for url in home} <= HOME_SHAPES
+    linked = ["http://h.example/a", "http://h.example/0", "http://h.example/-/", "http://h.example/a/?q=1"]
+    assert not {url_shape(url) for url in linked} & HOME_SHAPES
+
+
+def test_a_resumed_frontier_ranks_its_hosts_without_paging_their_queues_in(tmp_path: Path) -> None:
+    """Ranking a host not yet fetched asks whether a page besides its home page is queued. On a resume
+    nothing is in memory: the answer comes from the stored shapes, and the same as from the URLs."""
+    db = tmp_path / "f.sqlite3"
+    live = frontier(db)
+    live.add("http://home.example/", 0)  # only its home page
+    live.add_links(["http://deep.example/"] + [f"http://deep.example/s/p{i}.html" for i in range(70)], 1)
+    live.add_links(["http://late.example/"] * 1 + [f"http://x{i}.example/" for i in range(3)], 0)
+    live.add_links(
+        [f"http://late.example/?page={i}" for i in range(80)] + ["http://late.example/s/a.html"], 1
+    )
+    answers = {name: linked_page(record) for name, record in live.hosts.items()}
+    live.store.close()
+    assert answers["deep.example"] and not answers["home.example"] and not answers["x0.example"]
+    assert not answers["late.example"]  # its linked page is beyond the 64 URLs the policies look at
+    resumed = frontier(db)
+    load_frontier(resumed)
+    assert {name: linked_page(record) for name, record in resumed.hosts.items()} == answers
+    assert resumed.windows.paged_in == 0  # neither the resume's ranking nor these asked for a URL
+    assert all(len(record.queue.items) == 0 for record in resumed.hosts.values())
