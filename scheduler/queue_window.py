@@ -130,7 +130,7 @@ class HostQueue:
 
     def __getitem__(self, index: int) -> QueuedUrl:
         if index >= len(self.items):
-            self._page_in(index + 1)
+            self._page_in(index + 1, head=self.windows is not None and index < self.windows.head)
         return self.items[index]
 
     def take(self, index: int) -> QueuedUrl:
@@ -197,14 +197,21 @@ class HostQueue:
         """A resumed queue: `count` URLs are in the store, none in memory yet."""
         self.size += count
 
-    def _page_in(self, wanted: int) -> list[QueuedUrl]:
-        """Read the next rows of the queue from the store, at least up to `wanted` URLs in memory."""
+    def _page_in(self, wanted: int, head: bool = False) -> list[QueuedUrl]:
+        """Read the next rows of the queue from the store, at least up to `wanted` URLs in memory; with
+        `head`, only up to the head (a host's first URL looked at alone, as a resumed host's first link
+        does: 64 rows each for a million hosts would be paged in to be trimmed again)."""
         windows = self.windows
         if windows is None or windows.store is None:
             return []
         held = len(self.items)
         # doubling: a policy that reads 2,000 URLs pages them in with a few queries, not hundreds
-        limit = -1 if windows.head == UNBOUNDED else max(wanted - held, held, PAGE_ROWS)
+        if windows.head == UNBOUNDED:
+            limit = -1
+        elif head:
+            limit = max(wanted, windows.head) - held
+        else:
+            limit = max(wanted - held, held, PAGE_ROWS)
         after = self.items[-1].position if self.items else None
         more = windows.store.queued(self.host, after, limit)
         self.items.extend(more)

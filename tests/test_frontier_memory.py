@@ -98,7 +98,9 @@ def test_bounded_frontier_holds_queue_heads_and_one_window_while_the_rest_waits_
     queued = sum(len(record.queue) for record in frontier.hosts.values())
     assert queued == hosts * pages - 3000
     assert frontier.store.db.execute("SELECT count(*) FROM queue WHERE state=0").fetchone()[0] == queued
-    assert frontier.windows.paged_in > 3000  # samples and deepening picks read the queues back from disk
+    # samples and deepening picks read the queues back from disk: every host's, beyond its head (a head
+    # read alone pages in the head only, so this counts fewer rows than leases: 2,400 for these 3,000)
+    assert frontier.windows.paged_in > hosts * head
     # a URL queued long ago, whose host's window has been trimmed since, is still known
     assert frontier.add("http://h7.example/s1/p37.html", 1) == "duplicate"
     assert frontier.add("http://h7.example/s1/p40.html", 1) is None

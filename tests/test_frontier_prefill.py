@@ -144,3 +144,21 @@ def test_a_resumed_frontier_ranks_its_hosts_without_paging_their_queues_in(tmp_p
     assert {name: linked_page(record) for name, record in resumed.hosts.items()} == answers
     assert resumed.windows.paged_in == 0  # neither the resume's ranking nor these asked for a URL
     assert all(len(record.queue.items) == 0 for record in resumed.hosts.values())
+
+
+def test_a_link_to_a_resumed_host_reads_its_queue_head_alone(tmp_path: Path) -> None:
+    """Queueing a link compares its depth with the host's first queued URL. On a resume nothing is in
+    memory; reading 64 URLs of each host for it (as a policy reading on does) left 64M URLs to trim when
+    links reached a million resumed hosts: a 100M-URL frontier grew to 10 GB while it queued links."""
+    db = tmp_path / "f.sqlite3"
+    prefill(db, HOSTS, TOTAL)
+    resumed = frontier(db)
+    load_frontier(resumed)
+    head = resumed.windows.head
+    for page in new_links(HOSTS, TOTAL // HOSTS, HOSTS):  # one new link to each host
+        assert resumed.add_links(page, 1) == [None] * HOSTS
+    assert resumed.windows.paged_in == resumed.windows.in_memory == head * HOSTS
+    assert all(len(record.queue.items) == head for record in resumed.hosts.values())
+    lease = resumed.next()  # and the crawl goes on from the queue it resumed
+    assert lease is not None and lease.url in set(urls(HOSTS, TOTAL))
+    resumed.store.close()
