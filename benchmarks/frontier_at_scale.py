@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from benchmarks.scheduler_cost import hand_out, peak_rss_mb, urls
+from benchmarks.scheduler_cost import hand_out, link_pages, page_url, peak_rss_mb, urls
 from scheduler.core import HostFrontier
 from scheduler.frontier_limits import FrontierLimits
 from scheduler.policies import PolicyConfig, make_policy
@@ -36,9 +36,8 @@ from scheduler.resume import load_frontier
 from scheduler.sqlite_store import SQLiteFrontier
 from scheduler.urls import fingerprint, url_shape
 
-BUILD_CACHE_KIB = (
-    2_000_000  # the prefill's own SQLite page cache (2 GB); the measured process keeps the default
-)
+# the prefill's own SQLite page cache (2 GB); the measured process keeps the frontier's default
+BUILD_CACHE_KIB = 2_000_000
 
 # scheduler_cost.urls in SQL: host h's URL k (0 <= k < per_host), row i = h * per_host + k
 PREFILL_QUEUE = """
@@ -81,15 +80,7 @@ def prefill(db: Path, hosts: int, total: int) -> int:
 
 def new_links(hosts: int, per_host: int, count: int) -> Iterator[list[str]]:
     """`count` URLs not queued yet, as pages of 100 links to 100 hosts each (the last page may be shorter)."""
-    page: list[str] = []
-    for j in range(count):
-        k = per_host + j // hosts
-        page.append(f"http://h{j % hosts}.example/s{k % 7}/p{k}.html")
-        if len(page) == 100:
-            yield page
-            page = []
-    if page:
-        yield page
+    return link_pages(page_url(j % hosts, per_host + j // hosts) for j in range(count))
 
 
 def measure_resumed(db: Path, hosts: int, total: int, new: int, leases: int) -> dict[str, float]:
@@ -127,24 +118,45 @@ def measure_resumed(db: Path, hosts: int, total: int, new: int, leases: int) -> 
     }
 
 
+def positive(text: str) -> int:
+    """An argparse type: a whole number above 0 (else exit code 2 with one line)."""
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number above 0")
+    return value
+
+
+def sizes(text: str) -> list[int]:
+    """--urls: comma-separated numbers of URLs, e.g. 1000000,100000000."""
+    return [positive(part) for part in text.split(",")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--hosts", type=int, default=1_000_000)
+    parser.add_argument("--hosts", type=positive, default=1_000_000)
     parser.add_argument(
-        "--urls", default="1000000,100000000", help="comma-separated sizes; the first is the baseline"
+        "--urls",
+        type=sizes,
+        default="1000000,100000000",
+        help="comma-separated sizes; the first is the baseline",
     )
-    parser.add_argument("--new", type=int, default=500_000, help="links queued into each resumed frontier")
-    parser.add_argument("--leases", type=int, default=200_000)
     parser.add_argument(
-        "--dir", type=Path, help="where the frontier files go (default: a temp dir; 100M: ~16 GB)"
+        "--new", type=positive, default=500_000, help="links queued into each resumed frontier"
+    )
+    parser.add_argument("--leases", type=positive, default=200_000)
+    parser.add_argument(
+        "--dir", type=Path, help="where the frontier files go (default: a temp dir; 100M: ~13 GB)"
     )
     parser.add_argument("--keep", action="store_true", help="keep the frontier files")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # internal: one resumed measurement
     args = parser.parse_args()
     if args.measure is not None:
-        print(json.dumps(measure_resumed(args.measure, args.hosts, int(args.urls), args.new, args.leases)))
+        print(json.dumps(measure_resumed(args.measure, args.hosts, args.urls[0], args.new, args.leases)))
         return
     root = Path(tempfile.mkdtemp(prefix="frontier-at-scale-", dir=args.dir))
     print(
@@ -154,7 +166,7 @@ def main() -> None:
     base: dict[str, float] | None = None
     base_rows = 0
     try:
-        for total in (int(size) for size in args.urls.split(",")):
+        for total in args.urls:
             db = root / f"frontier-{total}.sqlite3"
             started = time.perf_counter()
             rows = prefill(db, args.hosts, total)

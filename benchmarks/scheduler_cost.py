@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from scheduler.core import HostFrontier
@@ -32,11 +32,28 @@ from scheduler.sqlite_store import SQLiteFrontier
 ALL_IN_MEMORY_BYTES_PER_URL = 800  # measured: 1M URLs took ~700 MB before issue 13; with headroom
 
 
+def page_url(host: int, page: int) -> str:
+    """The benchmark's URL of page `page` of host `host` (seven sections, one URL shape)."""
+    return f"http://h{host}.example/s{page % 7}/p{page}.html"
+
+
 def urls(hosts: int, total: int) -> Iterator[str]:
     per_host = max(1, total // hosts)
     for h in range(hosts):
         for i in range(per_host):
-            yield f"http://h{h}.example/s{i % 7}/p{i}.html"
+            yield page_url(h, i)
+
+
+def link_pages(links: Iterable[str], size: int = 100) -> Iterator[list[str]]:
+    """`links` in pages of `size`, as a crawl queues a page's ~100 links at once (the last may be shorter)."""
+    page: list[str] = []
+    for url in links:
+        page.append(url)
+        if len(page) == size:
+            yield page
+            page = []
+    if page:
+        yield page
 
 
 def measure(hosts: int, total: int, leases: int, memory_urls: int, db: Path) -> dict[str, float]:
@@ -50,16 +67,10 @@ def measure(hosts: int, total: int, leases: int, memory_urls: int, db: Path) -> 
     )
     start = time.perf_counter()
     queued = 0
-    page: list[str] = []
-    for url in urls(hosts, total):
-        queued += 1
-        page.append(url)
-        if len(page) == 100:  # the crawl queues a page's ~100 links at once, and commits once per page
-            frontier.add_links(page, 1)
-            frontier.commit()
-            page.clear()
-    frontier.add_links(page, 1)
-    frontier.commit()
+    for page in link_pages(urls(hosts, total)):  # and commits once per page
+        queued += len(page)
+        frontier.add_links(page, 1)
+        frontier.commit()
     enqueue = queued / (time.perf_counter() - start)
     next_rate = hand_out(frontier, leases, clock)
     frontier.store.close()

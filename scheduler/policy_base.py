@@ -79,7 +79,7 @@ def _page_shapes(host: HostRecord) -> Iterator[str]:
     queue = host.queue
     held = queue.shapes(min(SHAPE_WINDOW, len(queue.items)))
     yield from (shape for shape in held if shape is not None)
-    if len(held) < SHAPE_WINDOW:
+    if len(held) < min(SHAPE_WINDOW, len(queue)):  # more of the window is on disk
         yield from (shape for shape in queue.shapes(SHAPE_WINDOW)[len(held) :] if shape is not None)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.frontier_at_scale import measure_resumed, new_links, prefill
-from benchmarks.scheduler_cost import urls
+from benchmarks.scheduler_cost import link_pages, urls
 from scheduler.core import HostFrontier
 from scheduler.frontier_limits import FrontierLimits
 from scheduler.policies import PolicyConfig, make_policy
@@ -29,15 +29,9 @@ def frontier(db: Path) -> HostFrontier:
 
 def written_by_the_frontier(db: Path) -> None:
     live = frontier(db)
-    page: list[str] = []
-    for url in urls(HOSTS, TOTAL):
-        page.append(url)
-        if len(page) == 100:
-            assert live.add_links(page, 1) == [None] * 100
-            live.commit()
-            page.clear()
-    live.add_links(page, 1)
-    live.commit()
+    for page in link_pages(urls(HOSTS, TOTAL)):  # as benchmarks/scheduler_cost.py queues them
+        assert live.add_links(page, 1) == [None] * len(page)
+        live.commit()
     live.store.close()
 
 
