@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.scheduler_cost import peak_rss_mb
+
 COVERAGE_HOSTS = 5_000_000
 DEPTH_HOSTS, DEPTH_PAGES_PER_HOST = 1_000_000, 20
 ICC_PAGES, ICC_PAGES_PER_HOST = 3_000_000, 5
@@ -56,10 +58,7 @@ def generate(workdir: Path, scale: float) -> dict[str, Path]:
 
 def peak_rss_gb() -> float:
     """Peak resident set of this process (VmHWM; wait4's ru_maxrss would include the parent before exec)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024 / 1e9
-    return float("nan")
+    return peak_rss_mb() * 2**20 / 1e9
 
 
 def baseline_sql(study: str, data: Path) -> str:
