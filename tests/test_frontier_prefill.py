@@ -146,14 +146,16 @@ def test_a_resumed_frontier_ranks_its_hosts_paging_in_their_queue_heads_alone(tm
 
 
 def test_a_link_to_a_resumed_host_reads_its_queue_head_alone(tmp_path: Path) -> None:
-    """Queueing a link compares its depth with the host's first queued URL. On a resume nothing is in
-    memory; reading 64 URLs of each host for it (as a policy reading on does) left 64M URLs to trim when
-    links reached a million resumed hosts: a 100M-URL frontier grew to 10 GB while it queued links."""
+    """Queueing a link compares its depth with the host's first queued URL. Reading 64 URLs of each host
+    for it (as a policy reading on does) left 64M URLs to trim when links reached a million resumed hosts:
+    a 100M-URL frontier grew to 10 GB while it queued links. The resume's ranking pages each head in (a
+    head read alone: 64 rows each without it), and the links then read nothing more."""
     db = tmp_path / "f.sqlite3"
     prefill(db, HOSTS, TOTAL)
     resumed = frontier(db)
     load_frontier(resumed)
     head = resumed.windows.head
+    assert resumed.windows.paged_in == head * HOSTS
     for page in new_links(HOSTS, TOTAL // HOSTS, HOSTS):  # one new link to each host
         assert resumed.add_links(page, 1) == [None] * HOSTS
     assert resumed.windows.paged_in == resumed.windows.in_memory == head * HOSTS
