@@ -8,9 +8,9 @@ and annotated, half link-only hosts, as in Common Crawl's index) with its ranks 
 (reused on the next run). Then `hostcrawl study coverage` and `hostcrawl recrawl plan` run on it, each as its
 own process, with DuckDB's memory limit (`--memory`: hostcrawl's default, HOSTCRAWL_DUCKDB_MEMORY) and a temp
 directory on the work disk, and the benchmark prints each one's seconds, seconds per 10M rows and peak RSS
-(the process's ru_maxrss). The baseline is the smallest size in the same run: the cost grows no faster than
-linearly when the seconds per 10M rows at every size stay within `LINEAR_SLACK` of it. Targets: linear, RSS
-< 8 GB.
+(the command's own VmHWM, printed as it exits: `MEASURED`). The baseline is the smallest size in the same
+run: the cost grows no faster than linearly when the seconds per 10M rows at every size stay within
+`LINEAR_SLACK` of it. Targets: linear, RSS < 8 GB.
 """
 
 from __future__ import annotations
@@ -43,18 +43,35 @@ def parse_sizes(text: str) -> list[int]:
     return sizes
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Seconds and peak RSS (GB) of one command run as a child process; exits with its stderr if it fails."""
+# Runs the hostcrawl CLI and, however it ends, prints its own peak RSS last on stderr. VmHWM starts again
+# at exec; wait4's ru_maxrss does not: it would count this parent's RSS at the fork (see scheduler_cost).
+MEASURED = """
+import sys
+from benchmarks.scheduler_cost import peak_rss_mb
+from crawler.cli import main
+try:
+    code = main(sys.argv[1:])
+finally:
+    print(f"peak_rss_mb {peak_rss_mb()}", file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def timed(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Seconds and peak RSS (GB) of one hostcrawl command run as a child process; exits with its stderr if
+    it fails."""
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURED, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, check=False,
+    )  # fmt: skip
     seconds = time.perf_counter() - started
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(cmd[:5])} ... failed ({proc.returncode}):\n{err[-2000:]}")
-    return seconds, usage.ru_maxrss * 1024 / 1e9
+    if done.returncode:
+        raise SystemExit(
+            f"hostcrawl {' '.join(args[:4])} ... failed ({done.returncode}):\n{done.stderr[-2000:]}"
+        )
+    peak = [line for line in done.stderr.splitlines() if line.startswith("peak_rss_mb ")]
+    return seconds, float(peak[-1].split()[1]) * 2**20 / 1e9
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -71,18 +88,17 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "HOSTCRAWL_DUCKDB_MEMORY": args.memory}
-    hostcrawl = [sys.executable, "-m", "crawler.cli"]
     results: list[tuple[int, str, float, float]] = []
     for rows in args.rows:
         data = args.workdir / f"index-{rows}"
         if not (data / "truth.json").is_file():
-            synth = [*hostcrawl, "study", "synth", "--out", str(data), "--hosts", str(rows // 2)]
+            synth = ["study", "synth", "--out", str(data), "--hosts", str(rows // 2)]
             seconds, rss = timed([*synth, "--link-only-ratio", "1.0"], env)
             print(f"generated {rows:,} rows in {seconds:.0f} s, peak RSS {rss:.2f} GB", flush=True)
         studies = args.workdir / f"studies-{rows}"
         shutil.rmtree(studies, ignore_errors=True)
-        coverage = [*hostcrawl, "study", "coverage", "--data", str(data), "--out", str(studies)]
-        plan = [*hostcrawl, "recrawl", "plan", "--data", str(data), "--budget", str(PLAN_BUDGET)]
+        coverage = ["study", "coverage", "--data", str(data), "--out", str(studies)]
+        plan = ["recrawl", "plan", "--data", str(data), "--budget", str(PLAN_BUDGET)]
         plan += ["--out", str(studies / "plan.parquet"), "--force"]
         for name, cmd in (("coverage", coverage), ("recrawl plan", plan)):
             seconds, rss = timed(cmd, env)
