@@ -147,7 +147,8 @@ class RedisHostScheduler(HostScheduler):
         if self.link.state.paused or self.link.state.failure:  # a heartbeat now could only fail or wait
             return
         try:
-            self.frontier_store.heartbeat(self.worker, {**self._info(), "finished": True})
+            # its crawl is over; its tables are written next (crawler/run/worker_merge.py WRITING)
+            self.frontier_store.heartbeat(self.worker, {**self._info(), "finished": True, "writing": True})
         except redis.RedisError:
             logger.warning("redis: could not mark worker %s finished", self.worker)
 

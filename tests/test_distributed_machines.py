@@ -4,6 +4,7 @@ from wherever those folders are (`frontier merge RUN --from OTHER`), never with 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import polars as pl
@@ -15,7 +16,11 @@ from redis_server import (
 )
 from test_distributed_crawl import start_workers
 
+from crawler.run.crawl_config import CrawlConfig
+from crawler.run.worker_merge import WRITING_S, live_workers, merge_if_last, outputs_written
 from crawler.testweb import TestWebConfig, TestWebProcess
+from scheduler.redis_connect import connect
+from scheduler.redis_frontier import RedisFrontier
 
 pytestmark = pytest.mark.slow
 
@@ -67,3 +72,30 @@ def test_workers_on_two_machines_are_merged_from_both_folders(
     stats = json.loads((run_a / "stats.json").read_text())
     assert stats["frontier/workers"] == 2
     assert stats["frontier/run/fetched"] == stats["frontier/fetched"] <= BUDGET
+
+
+def test_a_worker_still_writing_its_tables_is_not_merged_under_it(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """A worker's crawl ends (finished in Redis) a few seconds before its tables are written. Under load the
+    last worker to end merged the run in that gap and failed on the other's half-written hosts.parquet; it
+    now leaves the merge to the worker still writing, which merges once its own tables are whole."""
+    frontier = RedisFrontier(connect(redis_server.url, decode_responses=True), "writing", 60.0)
+    run_dir = tmp_path / "run"
+    for worker in ("w0", "w1"):
+        (run_dir / "workers" / worker).mkdir(parents=True)
+    (run_dir / "workers" / "w0" / "hosts.parquet").write_bytes(b"PAR1")  # being written
+    frontier.heartbeat("w0", {"finished": True, "writing": True})  # its crawl is over, tables not yet
+    frontier.heartbeat("w1", {"finished": True})
+    assert merge_if_last(run_dir, frontier, "w1", CrawlConfig()) is None
+    assert not (run_dir / "pages.parquet").exists() and not (run_dir / "stats.json").exists()
+    assert live_workers(frontier, but="w1") == {"w0": 0.0}
+
+    outputs_written(frontier, "w0")  # what the worker says once its tables are whole
+    assert live_workers(frontier, but="w1") == {}
+    assert frontier.workers()["w0"]["finished"] and "writing" not in frontier.workers()["w0"]
+
+    # a worker that died while writing does not hold the run for ever: `frontier merge` cuts it back
+    died = {"finished": True, "writing": True, "seen": time.time() - WRITING_S - 1}
+    frontier.client.hset(frontier.key("workers"), "w0", json.dumps(died))
+    assert live_workers(frontier, but="w1") == {}

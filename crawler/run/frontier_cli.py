@@ -149,7 +149,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.run_dir}: cannot reach its Redis ({exc})") from None
     if running:
         raise ConfigError(
-            f"{args.run_dir}: workers {', '.join(running)} are still running; drain the run first"
+            f"{args.run_dir}: workers {', '.join(running)} are still running (or writing their tables); "
+            "drain the run first, or wait for them to end"
         )
     if missing:
         raise ConfigError(f"{args.run_dir}: not merged: {missing_message(args.run_dir, missing)}")

@@ -119,7 +119,7 @@ def run_worker(
         (run_dir / "config.toml").write_text(config.to_toml(), encoding="utf-8")
         marker = {"frontier": frontier_url, "run": run_name, "lease_seconds": lease_seconds}
         (run_dir / RUN_FILE).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
-    from crawler.run.worker_merge import record_place
+    from crawler.run.worker_merge import WorkersElsewhere, merge_if_last, outputs_written, record_place
 
     record_place(frontier, worker_id, run_dir)
     (worker_dir / "config.toml").write_text(config.to_toml(), encoding="utf-8")
@@ -129,7 +129,11 @@ def run_worker(
     settings.update(worker_settings(config, worker_dir, frontier_url, run_name, worker_id, lease_seconds))
     if not isinstance(client, redis.Redis):  # a Redis Cluster: the scheduler's own client is a cluster one
         settings["REDIS_PARAMS"] = {**settings["REDIS_PARAMS"], "redis_cls": CLUSTER_CLASS}
-    result = crawl_and_finish(settings, config, worker_dir)
+    try:
+        result = crawl_and_finish(settings, config, worker_dir)
+    finally:
+        with contextlib.suppress(redis.RedisError):
+            outputs_written(frontier, worker_id)
     stats, delays = result.stats, result.crawl_delays
     if failure := stats.get(FAILED_STAT):
         raise RedisRefused(
@@ -139,8 +143,6 @@ def run_worker(
     with contextlib.suppress(redis.RedisError):  # a worker that fetched nothing while the others did
         stats["frontier/run/fetched"] = frontier.counters().get("fetched", 0)  # has not failed
     if not result.interrupted and result.storage_error is None:
-        from crawler.run.worker_merge import WorkersElsewhere, merge_if_last
-
         try:
             merged = merge_if_last(run_dir, frontier, worker_id, config)
         except WorkersElsewhere as exc:

@@ -45,17 +45,33 @@ MACHINE_META, OUT_META = "machine", "out"  # wmeta:WORKER fields: where the work
 
 
 SILENT_S = 3.0  # a worker whose heartbeat is this late may have died: the last one waits to see
+# A worker's crawl is over (`finished`) before its tables are written: until they are, it says `writing`,
+# and no other worker merges under it (one did, and read its hosts.parquet half-written). One still writing
+# this long after its crawl ended died doing so: `frontier merge` then cuts it back like any dead worker.
+WRITING, WRITING_S = "writing", 600.0
 
 
 def live_workers(frontier: RedisFrontier, but: str = "") -> dict[str, float]:
-    """Workers not finished that sent a heartbeat within ALIVE_S: name -> seconds since the last one."""
+    """Workers that may still write into the run: name -> seconds since their last heartbeat, for those
+    crawling (not finished, a heartbeat within ALIVE_S), and 0 for those writing their tables (WRITING)."""
     now = time.time()
-    ages = {
-        worker: now - float(info.get("seen", 0))
-        for worker, info in frontier.workers().items()
-        if worker != but and not info.get("finished")
-    }
-    return {worker: age for worker, age in ages.items() if age < ALIVE_S}
+    live = {}
+    for worker, info in frontier.workers().items():
+        age = now - float(info.get("seen", 0))
+        if worker == but:
+            continue
+        if info.get(WRITING) and age < WRITING_S:
+            live[worker] = 0.0  # at work, not silent: it merges the run itself when it is done
+        elif not info.get("finished") and age < ALIVE_S:
+            live[worker] = age
+    return live
+
+
+def outputs_written(frontier: RedisFrontier, worker: str) -> None:
+    """The worker's tables are written (or never will be): the run may be merged without waiting for it."""
+    info = frontier.workers().get(worker)
+    if info is not None and info.pop(WRITING, None):
+        frontier.heartbeat(worker, info)
 
 
 class WorkersElsewhere(Exception):
@@ -103,7 +119,9 @@ def worker_folders(run_dir: Path, sources: tuple[Path, ...] = ()) -> list[Path]:
 def merge_if_last(
     run_dir: Path, frontier: RedisFrontier, worker: str, config: CrawlConfig
 ) -> dict[str, Any] | None:
-    """The last worker to finish merges (once: a lock in Redis); the others leave it to that one.
+    """The last worker to finish merges (once: a lock in Redis); the others leave it to that one. Call it
+    after `outputs_written`: a worker whose crawl has ended but whose tables are not written yet is not
+    finished here (it merges when it is).
 
     A worker killed moments ago still looks alive for ALIVE_S: while every other unfinished worker is
     silent, this one waits for them to be declared gone rather than leave the run unmerged. Workers that
