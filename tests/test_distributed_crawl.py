@@ -127,6 +127,19 @@ def wait_for_rows(worker_dir: Path, rows: int, timeout: float = 120) -> None:
         time.sleep(0.2)
 
 
+def wait_for_run_rows(workers: Workers, rows: int, timeout: float = 120) -> None:
+    """Until every worker has reached Redis (its folder's config.toml is written after that) and they have
+    written `rows` page rows between them: the run is under way. (Waiting for w0's rows failed under load:
+    w0 started seconds after w1, which had fetched 148 of the run's 150 pages alone.)"""
+    folders = [workers.run_dir / "workers" / f"w{i}" for i in range(len(workers.procs))]
+    deadline = time.monotonic() + timeout
+    while not all((folder / "config.toml").exists() for folder in folders) or (
+        sum(rows_written(folder) for folder in folders) < rows
+    ):
+        assert time.monotonic() < deadline, f"{workers.run_dir}: fewer than {rows} rows in {timeout}s"
+        time.sleep(0.2)
+
+
 @pytest.fixture(scope="module")
 def three(tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer) -> Iterator[Workers]:
     base = tmp_path_factory.mktemp("three")
@@ -241,7 +254,7 @@ def test_redis_stopped_for_ten_seconds_pauses_the_workers(tmp_path: Path, redis_
         # bfs, as in the kill test: this web has blog-10.example, with a 4 s Crawl-delay adaptive may end on
         extra = ("--policy", "bfs")
         workers = start_workers(tmp_path, web, redis_server, "outage", 2, budget=160, lease_s=20, extra=extra)
-        wait_for_rows(workers.run_dir / "workers" / "w0", 10)
+        wait_for_run_rows(workers, 10)
         redis_server.stop()
         time.sleep(10)
         redis_server.start()  # the same port and AOF file: the frontier is as it was

@@ -11,7 +11,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 from redis_server import redis_cluster_fixture  # noqa: F401  (registers the fixture)
-from test_distributed_crawl import MIN_DELAY, USER_AGENT, Workers, rows_written, start_workers, wait_for_rows
+from test_distributed_crawl import (
+    MIN_DELAY,
+    USER_AGENT,
+    Workers,
+    rows_written,
+    start_workers,
+    wait_for_run_rows,
+)
 
 from crawler.bench.audit import audit_test_web
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
@@ -65,7 +72,7 @@ def test_redis_cluster_node_killed_and_restarted_loses_nothing(
     with TestWebProcess(web_config, tmp_path / "web") as web:
         extra = ("--policy", "bfs")  # (as the one-Redis outage test: no host with a long Crawl-delay last)
         workers = start_workers(tmp_path, web, redis_cluster, run, 2, budget=150, lease_s=20, extra=extra)
-        wait_for_rows(workers.run_dir / "workers" / "w0", 10)
+        wait_for_run_rows(workers, 10)
         assert home.proc is not None
         home.proc.kill()  # kill -9: what the AOF (fsync always) holds is all that survives
         home.proc.wait()
