@@ -21,8 +21,9 @@ from scrapy import Request, Spider
 from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.queue import PriorityQueue
 
-from scheduler.redis_frontier import NewUrl, QueuedRequest, RedisFrontier
+from scheduler.redis_frontier import RedisFrontier
 from scheduler.redis_process import RedisProcess
+from scheduler.redis_requests import NewUrl, QueuedRequest
 
 BATCH = 2000
 TARGET_BYTES = 80

@@ -297,6 +297,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
             args.run_name,
             worker_id=args.worker_id,
             lease_seconds=args.lease_seconds,
+            shards=args.shards,
             **status,
         )
     else:

@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import redis
 
 from scheduler import redis_groups, redis_host_scripts, redis_scripts
 from scheduler.redis_connect import as_strings, run_pipeline, run_prefix
+from scheduler.redis_requests import Claimed, NewUrl, Pick, QueuedRequest
 from scheduler.urls import fingerprint
 
 DEDUP_BUCKET_BITS = 16  # 65,536 intset keys; at 10M URLs about 150 members each
@@ -35,87 +33,12 @@ UNSCORED = "unscored"  # key CLAIM adds to a host record: its fetched pages whos
 PARK_HORIZON_S = 600.0  # HOSTCRAWL_BACKOFF_MAX's default, as the SQLite frontier's park_horizon
 
 
-COMPACT_SCHEMES = {"|": "http", "!": "https"}  # a compact payload's scheme mark (QueuedRequest)
-COMPACT = re.compile(r"(\d{1,4})([|!])(/.*)", re.DOTALL)
-
-
-@dataclass(slots=True)
-class QueuedRequest:
-    """What a host's queue holds, never pickle. Most URLs are plain links of the queue's own host, kept as
-    DEPTH, a scheme mark ('|' http, '!' https) and the path: `2|/a/b.html` (the host is the queue's name, so
-    an URL costs its path). Anything else (another origin, a port, kept meta, a discovery fetch) is JSON."""
-
-    url: str
-    depth: int
-    meta: dict[str, Any]  # request meta a retry or redirect keeps (counts, URLs, reasons)
-    discover: bool = False
-
-    def encode(self, host: str = "") -> str:
-        if host and not self.meta and not self.discover:
-            for mark, scheme in COMPACT_SCHEMES.items():
-                origin = f"{scheme}://{host}"
-                if self.url.startswith(origin + "/"):
-                    return f"{self.depth}{mark}{self.url[len(origin) :]}"
-        data: dict[str, Any] = {"u": self.url, "d": self.depth}
-        if self.meta:
-            data["m"] = self.meta
-        if self.discover:
-            data["v"] = 1
-        return json.dumps(data, separators=(",", ":"), sort_keys=True)
-
-    @classmethod
-    def decode(cls, raw: str, host: str = "") -> QueuedRequest | None:
-        """None for anything that is not one of ours: it is counted and skipped by the caller."""
-        compact = COMPACT.fullmatch(raw)
-        if compact is not None:
-            depth, mark, path = compact.groups()
-            return cls(f"{COMPACT_SCHEMES[mark]}://{host}{path}", int(depth), {}) if host else None
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            return None
-        if not isinstance(data, dict) or not isinstance(data.get("u"), str):
-            return None
-        meta, depth = data.get("m", {}), data.get("d", 0)
-        if not isinstance(meta, dict) or not isinstance(depth, int):
-            return None
-        return cls(data["u"], depth, meta, bool(data.get("v")))
-
-
-@dataclass(slots=True)
-class Claimed:
-    lease_id: str
-    host: str
-    request: QueuedRequest | None  # None: see `skipped`
-    host_record: dict[str, Any]  # the host's shared record ({} for a host nobody has scored)
-    # why there is no request: invalid_payload (not JSON of ours: counted, never run), only_bad_urls_left
-    # (the policy wants none of the host's URLs), gone (the lease expired or the host was blocked meanwhile)
-    skipped: str | None = None
-    urgent: bool = False  # a dead worker's URL, already paid for (RECLAIM): fetched whatever the budget
-
-
-# The caller's choice among a leased host's first queued URLs: (host, record, requests (None: not
-# ours), urgent (a dead worker's URL leads: take it)) -> index, or None for none of them.
-Pick = Callable[[str, dict[str, Any], list["QueuedRequest | None"], bool], "int | None"]
 SHARED_READ_PAGE = 5000  # changed hosts and shapes read per call by shared_policy_state
 WINDOW = 64  # queued URLs a worker chooses from (the policies look at as many: SHAPE_WINDOW)
 # A dormant host (dropped, kept to come back to) ranked at or above this fills idle capacity; below it, it
 # waits until no other host is in its delay or in flight (see CLAIM). Revive ranks are in [-1, 0]: a
 # filler's is raised by FILL_FLOOR + 1.
 FILL_FLOOR = 10.0
-
-
-@dataclass(slots=True)
-class NewUrl:
-    host: str
-    request: QueuedRequest
-    front: bool = False  # a retry, redirect or sitemap: before anything new of its host
-    force: bool = False  # a retry: no dedup
-    priority: float = 0.0  # the host's rank if it has none yet
-    op: int = 0  # a forced URL's number in its worker's sequence (0: none): one sent again is queued once
-    # a retry or hand-back of a dead worker's URL (Claimed.urgent): back at the front, still urgent, so a
-    # claim that takes the front as the dead worker's takes it, and the run does not end without it
-    urgent: bool = False
 
 
 def dedup_key(url: str) -> tuple[int, int]:
@@ -152,9 +75,28 @@ class RedisFrontier:
         self.group_limit = group_limit  # requests in flight per politeness group in the run (0: no limit)
         self.park_horizon_ms = int(park_horizon * 1000)  # a host waiting longer keeps no worker running
         self.scripts = {name: client.register_script(lua) for name, lua in SCRIPTS.items()}
+        self.parts: list[RedisFrontier] = [self]  # the run's shards (scheduler/redis_shards.py)
 
     def key(self, name: str) -> str:
         return self.prefix + name
+
+    def part_of_host(self, host: str) -> RedisFrontier:
+        """The shard holding the host's queue, record and clock."""
+        return self
+
+    def part_of_lease(self, lease_id: str) -> tuple[RedisFrontier, int, str]:
+        """The lease's shard, its number and the lease id there."""
+        return self, 0, lease_id
+
+    def ended(self, lease_id: str, fetch_ended_result: int) -> None:
+        """What a sharded run does run-wide after FETCH_ENDED or DONE (nothing here)."""
+
+    def joined(self, host: str, group: str) -> None:
+        """What a sharded run does run-wide after JOIN (nothing here)."""
+
+    def numbered(self, checkpoint: dict[str, str] | None) -> dict[str, str]:
+        """A checkpoint as DONE commits it (a sharded run numbers it)."""
+        return checkpoint or {}
 
     def pipeline(self, transaction: bool = False) -> Any:
         """A pipeline on the node holding this run's keys (scripts may run in it, on a cluster too)."""
@@ -217,15 +159,16 @@ class RedisFrontier:
         fill_hosts: int = 0,
         exploring: bool = True,
         max_unscored: int = 0,
+        shard_args: tuple[str, ...] = (),
     ) -> list[Claimed]:
         """Leases up to n hosts, ready and best ranked first, and one URL of each (two round trips). Past
         the explore share (`exploring` False), new hosts and dormant ones are fillers: taken while fewer
         than `fill_hosts` hosts are busy in the run, or when nothing else is queued (see CLAIM). None
         while the run holds `max_unscored` leases (claimed and not recorded, by any worker; 0: no
-        bound), but a dead worker's URLs."""
+        bound), but a dead worker's URLs. `shard_args`: a shard's claim in a sharded run (see CLAIM)."""
         exploring_arg = "1" if exploring else "0"
         limits = (fill_hosts, repr(FILL_FLOOR), exploring_arg, self.group_limit, max_unscored)
-        leased = self._call("CLAIM", n, self.lease_ms, worker, budget, WINDOW, *limits)
+        leased = self._call("CLAIM", n, self.lease_ms, worker, budget, WINDOW, *limits, *shard_args)
         out, picks = [], []
         for lease_id, host, raw_record, urgent, window, unscored in leased:
             try:
@@ -267,7 +210,7 @@ class RedisFrontier:
         return int(self._call("RENEW", self.lease_ms, *lease_ids)) if lease_ids else 0
 
     def reclaim(self) -> int:
-        return int(self._call("RECLAIM"))
+        return int(self._call("RECLAIM")[0])
 
     def block(self, host: str, reason: str) -> int:
         return int(self._call("BLOCK", host, reason))

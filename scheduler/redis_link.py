@@ -22,8 +22,10 @@ from typing import Any
 import redis
 
 from scheduler.redis_connect import OUTAGE_ERRORS
-from scheduler.redis_frontier import Claimed, NewUrl, Pick, RedisFrontier
+from scheduler.redis_frontier import RedisFrontier
+from scheduler.redis_outbox import Op, by_shard, coalesce, shard_of_op
 from scheduler.redis_politeness import PolitenessReader, politeness_fields
+from scheduler.redis_requests import Claimed, NewUrl, Pick
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +37,6 @@ STATUS_EVERY_S = 1.0  # reclaim expired leases, heartbeat, refresh `pending`
 # Every worker's policy takes the whole run's host means (the aspiration level's input) and URL-shape
 # counts from Redis this often; between merges it adds what it learns itself.
 SHARED_EVERY_S = 10.0
-ENQUEUE_BATCH = 500  # discovered URLs sent in one ENQUEUE script call
 PAUSED_FLUSH_S = 2.0  # at close with Redis unreachable, how long the outbox waits for it to come back
 # Redis answering with an error (out of memory, read-only, a denied command) or a bug here: retried with
 # the same backoff this many times in a row (about 15 s), then the worker fails with the error instead of
@@ -50,15 +51,6 @@ class SharedUpdate:
     shape: str
     high: bool
     mean: float | None  # the host's posterior mean, once the policy counts it for the aspiration
-
-
-@dataclass(slots=True)
-class Op:
-    """One outbox entry: a RedisFrontier method name and its arguments."""
-
-    method: str
-    args: tuple[Any, ...]
-    host: str = ""  # for "politeness": rows of this host are wanted with the claim
 
 
 @dataclass
@@ -77,21 +69,6 @@ class LinkState:
 def tell(line: str) -> None:
     """The worker's terminal, not only crawl.log: its progress line alone showed 0.0/s and no reason."""
     print(line, file=sys.stderr, flush=True)
-
-
-def _coalesce(ops: list[Op]) -> list[Op]:
-    """Runs of enqueue operations (pages' links, redirects, retries) as one ENQUEUE call of up to
-    ENQUEUE_BATCH URLs, in order: one script run per batch instead of one per operation."""
-    out: list[Op] = []
-    for op in ops:
-        last = out[-1] if out else None
-        if last is not None and last.method == op.method == "enqueue":
-            urls = [*last.args[0], *op.args[0]]
-            if len(urls) <= ENQUEUE_BATCH:
-                out[-1] = Op("enqueue", (urls,))
-                continue
-        out.append(op)
-    return out
 
 
 class RedisLink:
@@ -263,7 +240,7 @@ class RedisLink:
 
         Applied once: `seq` numbers this worker's observations, and the highest applied is written in the
         same transaction (`observed:WORKER`), so one resent after a lost EXEC reply is skipped."""
-        f = self.frontier
+        f = self.frontier.part_of_host(host)
         key, applied = f.key(f"host:{host}"), f.key(f"observed:{self.worker}")
         with f.pipeline(transaction=True) as pipe:
             while True:
@@ -293,14 +270,28 @@ class RedisLink:
                     self.state.counts["frontier/host_record_retries"] += 1
 
     def _send_ops(self) -> None:
+        """One pipeline per shard of the run (one in all for a plain run), in the outbox's order in each;
+        then what a sharded run does run-wide with the answers (its groups and budget)."""
         ops = list(self.outbox)
         if not ops:
             return
-        pipe = self.frontier.pipeline()
-        calls = _coalesce(ops)
+        f = self.frontier
+        calls = [part for call in coalesce(ops) for part in by_shard(f, call)]
+        pipes: dict[int, Any] = {}
+        order = []
         for call in calls:
-            self._queue(pipe, call)
-        results = pipe.execute()
+            part, k = shard_of_op(f, call)
+            if k not in pipes:
+                pipes[k] = part.pipeline()
+            self._queue(pipes[k], part, call)
+            order.append(k)
+        answers = {k: iter(pipe.execute()) for k, pipe in pipes.items()}
+        results = [next(answers[k]) for k in order]
+        for op, result in zip(calls, results, strict=True):
+            if op.method in ("fetch_ended", "done"):
+                f.ended(op.args[0], int(result) if op.method == "fetch_ended" else 1)
+            elif op.method == "join":
+                f.joined(*op.args)
         # what we sent changed the run (our URLs may all be duplicates of other workers' work): until
         # `pending` is read again, in this same turn, the reactor must not take a stale False and close
         self.state.pending = True
@@ -316,9 +307,8 @@ class RedisLink:
                 if not result:
                     self.state.counts["frontier/lease_lost_before_commit"] += 1
 
-    def _queue(self, pipe: Any, op: Op) -> None:
-        """Adds one operation to the pipeline (scripts run on the pipeline's connection)."""
-        f = self.frontier
+    def _queue(self, pipe: Any, f: RedisFrontier, op: Op) -> None:
+        """Adds one operation to the pipeline of its shard `f` (scripts run on the pipeline's connection)."""
         scripts = f.scripts
         if op.method == "enqueue":
             urls: list[NewUrl] = op.args[0]
@@ -326,17 +316,19 @@ class RedisLink:
             scripts["ENQUEUE"](keys=[f.prefix], args=args, client=pipe)
         elif op.method == "fetch_ended":
             lease_id, delay, fetched, hold = op.args
+            lease_id = self.frontier.part_of_lease(lease_id)[2]
             args = [lease_id, max(0, int(delay * 1000)), "1" if fetched else "0", "1" if hold else "0"]
             scripts["FETCH_ENDED"](keys=[f.prefix], args=args, client=pipe)
         elif op.method == "done":
             lease_id, checkpoint = op.args
-            pairs = [x for item in (checkpoint or {}).items() for x in item]
+            lease_id = self.frontier.part_of_lease(lease_id)[2]
+            pairs = [x for item in self.frontier.numbered(checkpoint).items() for x in item]
             scripts["DONE"](keys=[f.prefix], args=[lease_id, self.worker, *pairs], client=pipe)
         elif op.method in ("block", "drop", "join"):
             scripts[op.method.upper()](keys=[f.prefix], args=list(op.args), client=pipe)
         elif op.method == "save_politeness":
-            host, part, state = op.args
-            pipe.hset(f.key("politeness"), mapping=politeness_fields(host, part, state))
+            host, what, state = op.args
+            pipe.hset(f.key("politeness"), mapping=politeness_fields(host, what, state))
         elif op.method == "count":  # numbered in send(): resent, it is not counted twice
             key, n, seq = op.args
             scripts["COUNT_ONCE"](keys=[f.prefix], args=[key, n, self.worker, seq], client=pipe)

@@ -33,13 +33,10 @@ from scheduler.host_priors import apply_prior
 from scheduler.hosts import HostRecord, Phase
 from scheduler.lease import Lease, ScoreLag
 from scheduler.queue_window import QueuedUrl
-from scheduler.redis_frontier import (
-    Claimed,
-    NewUrl,
-    QueuedRequest,
-    RedisFrontier,
-)
-from scheduler.redis_link import ENQUEUE_BATCH, RedisLink, tell
+from scheduler.redis_link import RedisLink, tell
+from scheduler.redis_outbox import ENQUEUE_BATCH
+from scheduler.redis_requests import Claimed, NewUrl, QueuedRequest
+from scheduler.redis_shards import open_frontier
 from scheduler.scrapy_scheduler import (
     DISCOVER_META,
     KEPT_META,
@@ -75,7 +72,7 @@ class RedisHostScheduler(HostScheduler):
         super().__init__(crawler)
         settings = crawler.settings
         self.worker = settings["HOSTCRAWL_WORKER_ID"]
-        self.frontier_store = RedisFrontier(
+        self.frontier_store = open_frontier(  # the run's shards, as the worker that seeded it chose
             get_redis_from_settings(settings),
             settings["HOSTCRAWL_REDIS_RUN"],
             settings.getfloat("HOSTCRAWL_LEASE_SECONDS", 60.0),

@@ -121,7 +121,9 @@ return out
 
 # ARGV: how many, lease ms, worker id, budget (0 = none), window, fill hosts, fill floor, exploring ('1' or
 # '0'), group limit (requests in flight per politeness group, 0 for none: scheduler/redis_groups.py), max
-# unscored (nothing but a dead worker's URLs is leased while the run holds this many leases; 0: no bound).
+# unscored (nothing but a dead worker's URLs is leased while the run holds this many leases; 0: no bound),
+# spend cap (new leases this claim may pay for, '' none: a sharded run's budget is reserved run-wide,
+# scheduler/redis_shards.py), '1' if hosts of the run's other shards are in their delay or in flight.
 # Leases hosts (not yet URLs): per lease id, host, the host's shared record (JSON or ''), '1' if what leads
 # its queue is a dead worker's (fetched first), the first `window` payloads of its queue (the worker picks one
 # with PICK) and how many of its fetched pages are not recorded yet. A host one of whose groups is at its
@@ -140,6 +142,7 @@ local n, lease_ms, worker = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local budget, window = tonumber(ARGV[4]), tonumber(ARGV[5])
 local fill_hosts, fill_floor, exploring = tonumber(ARGV[6]), ARGV[7], ARGV[8] ~= '0'
 local group_limit, max_unscored = tonumber(ARGV[9] or '0'), tonumber(ARGV[10] or '0')
+local spend_cap, elsewhere = tonumber(ARGV[11] or ''), ARGV[12] == '1'
 local SCAN = 64  -- ranked hosts looked at for one whose politeness groups are free
 local DORMANT_LAST = 1000  -- a dormant host waits for its group behind every other (revive ranks < 12)
 local function first(name, floor)  -- the best host of a set (at or above floor) free to go, and its score
@@ -178,7 +181,7 @@ local function best()  -- the better of the best judged host and the best new on
   return new
 end
 local function others()  -- hosts not dormant in their delay, or in flight (`live`: counted by take)
-  if redis.call('ZCARD', P..'waiting') > 0 then return true end
+  if elsewhere or redis.call('ZCARD', P..'waiting') > 0 then return true end
   return tonumber(redis.call('GET', P..'live') or '0') > 0
 end
 local others_left = nil  -- (asked once per claim)
@@ -213,6 +216,7 @@ local function take(h, urgent)
     lease.u = 1  -- paid for by the lease that expired
   else
     redis.call('HINCRBY', P..'counters', 'spent', 1)
+    if spend_cap then spend_cap = spend_cap - 1 end
   end
   if not dormant(P, h) then  -- a host in flight that may have more to fetch: others() (O(1) per claim)
     lease.l = 1
@@ -232,13 +236,19 @@ for _, h in ipairs(redis.call('HKEYS', P..'urgent')) do
 end
 while #out < n do
   if budget > 0 and tonumber(redis.call('HGET', P..'counters', 'spent') or '0') >= budget then break end
+  if spend_cap and spend_cap <= 0 and redis.call('HLEN', P..'urgent') == 0 then break end
   if max_unscored > 0 and redis.call('ZCARD', P..'leases') >= max_unscored then
     redis.call('HINCRBY', P..'counters', 'claim/waited_for_scores', 1)
     break
   end
   local h = best() or filler()
   if not h then break end
-  take(h, redis.call('HEXISTS', P..'urgent', h) == 1)
+  local urgent = redis.call('HEXISTS', P..'urgent', h) == 1
+  if spend_cap and spend_cap <= 0 and not urgent then  -- nothing left to pay with: back where it was
+    park(P, h, now, 0)
+    break
+  end
+  take(h, urgent)
 end
 return out
 """
@@ -264,6 +274,7 @@ return 1
 # The downloader is done with a lease: its host may be fetched again after `delay ms`, by any worker.
 # ARGV: lease id, delay ms, fetched (1: reached the network, 0: never did, its budget is returned), hold
 # (1: the policy wants the page's score before fetching more of the host: it stays busy until DONE).
+# Returns 0 if the lease is gone, 2 if its budget was given back, else 1.
 FETCH_ENDED = (
     _NOW
     + _PARK
@@ -291,7 +302,7 @@ elseif not lease.u then
   redis.call('HINCRBY', P..'counters', 'spent', -1)
 end
 if not hold and unbusy(P, h, id, lease) then park(P, h, now, 0) end
-return 1
+return (fetched or lease.u) and 1 or 2
 """
 )
 
@@ -321,7 +332,8 @@ return redis.call('HDEL', P..'lease', id)
 """
 )
 
-# Leases whose worker stopped renewing them go back to the front of their host's queue (counted).
+# Leases whose worker stopped renewing them go back to the front of their host's queue (counted). Returns
+# how many expired, and how many of those gave their budget back (their URL was never picked).
 RECLAIM = (
     _NOW
     + _PARK
@@ -329,6 +341,7 @@ RECLAIM = (
     + """
 local P = KEYS[1]
 local expired = redis.call('ZRANGEBYSCORE', P..'leases', '-inf', now, 'LIMIT', 0, 1000)
+local refunded = 0
 for _, id in ipairs(expired) do
   local raw = redis.call('HGET', P..'lease', id)
   redis.call('ZREM', P..'leases', id)
@@ -345,12 +358,13 @@ for _, id in ipairs(expired) do
       redis.call('HINCRBY', P..'urgent', h, 1)
     elseif not lease.u then
       redis.call('HINCRBY', P..'counters', 'spent', -1)
+      refunded = refunded + 1
     end
     unbusy(P, h, id, lease)
     park(P, h, now, 0)
   end
 end
-return #expired
+return {#expired, refunded}
 """
 )
 

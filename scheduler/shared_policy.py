@@ -18,8 +18,9 @@ from scheduler.host_scores import ScoreOutcome, next_in_host, record_score
 from scheduler.hosts import HostRecord, HostState, Phase, host_state, restore_host
 from scheduler.policy_base import CrawlProgress, Policy, Priority
 from scheduler.queue_window import QueuedUrl
-from scheduler.redis_frontier import FILL_FLOOR, UNSCORED, QueuedRequest, RedisFrontier
+from scheduler.redis_frontier import FILL_FLOOR, UNSCORED, RedisFrontier
 from scheduler.redis_link import SharedUpdate
+from scheduler.redis_requests import QueuedRequest
 from scheduler.urls import url_shape
 
 UNRANKED = -1.0  # a host the policy says "not now" for: still fetched, after every ranked one

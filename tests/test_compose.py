@@ -71,6 +71,7 @@ def test_compose_file_is_valid_and_describes_the_distributed_run() -> None:
         "redis://redis-node-"
     )
     assert on_cluster["depends_on"]["redis-cluster-init"]["condition"] == "service_completed_successfully"
+    assert on_cluster["command"][on_cluster["command"].index("--shards") + 1] == "3"  # spread over the nodes
 
 
 def scaled(command: list[str], tmp: Path, redis_url: str, web_port: int) -> list[str]:

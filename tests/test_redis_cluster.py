@@ -92,3 +92,26 @@ def test_redis_cluster_node_killed_and_restarted_loses_nothing(
     hosts = pl.read_parquet(workers.run_dir / "hosts.parquet")
     queued = hosts.filter(pl.col("drop_reason").fill_null("") != "parked")["queued"].sum()
     assert stats["frontier/run/spent"] == 150 or queued == 0, (stats["frontier/run/spent"], queued)
+
+
+def test_redis_cluster_sharded_run_spreads_over_the_nodes(
+    tmp_path: Path, redis_cluster: RedisClusterProcess
+) -> None:
+    """`--shards 3`: the run's hosts in three hash slots on different nodes, the same crawl as one slot's:
+    polite from the server's side (per host and per address), every page once, the budget not passed."""
+    web_config = TestWebConfig(n_hosts=30, seed=7)
+    with TestWebProcess(web_config, tmp_path / "web") as web:
+        extra = ("--shards", "3")
+        workers = start_workers(
+            tmp_path, web, redis_cluster, "sharded", 2, budget=120, lease_s=20, extra=extra
+        )
+        codes = workers.wait()
+    assert codes == [0, 0], workers.tail()
+    check_run(workers, web_config)
+    stats = workers.stats()
+    assert 100 <= stats["frontier/run/fetched"] <= 120, stats
+    holding = set()
+    for node in redis_cluster.nodes:
+        if any(":q:" in key for key in node.client().scan_iter(match="hostcrawl:{sharded*", count=1000)):
+            holding.add(node.port)
+    assert len(holding) >= 2, holding

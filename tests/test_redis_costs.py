@@ -17,9 +17,10 @@ from redis_server import (
     redis_server_fixture,  # noqa: F401  (registers the fixture)
 )
 
-from scheduler.redis_frontier import NewUrl, QueuedRequest, RedisFrontier
+from scheduler.redis_frontier import RedisFrontier
 from scheduler.redis_link import SharedUpdate
 from scheduler.redis_politeness import PolitenessReader, politeness_fields
+from scheduler.redis_requests import NewUrl, QueuedRequest
 
 RUNS = itertools.count()
 BIG = "User-agent: *\n" + "Disallow: /private/path/number/\n" * 12_000  # about 390 KB

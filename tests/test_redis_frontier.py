@@ -18,9 +18,10 @@ from redis_server import (
 )
 
 from scheduler.host_scores import ScoreOutcome
-from scheduler.redis_frontier import FILL_FLOOR, UNSCORED, Claimed, NewUrl, QueuedRequest, RedisFrontier
+from scheduler.redis_frontier import FILL_FLOOR, UNSCORED, RedisFrontier
 from scheduler.redis_groups import RELEASE_BATCH
 from scheduler.redis_link import RedisLink, SharedUpdate
+from scheduler.redis_requests import Claimed, NewUrl, QueuedRequest
 
 RUNS = itertools.count()
 
@@ -438,7 +439,7 @@ def test_hosts_of_one_busy_group_do_not_crowd_the_others_out(frontier: RedisFron
 
 def test_a_turns_links_go_to_redis_in_one_enqueue_call_per_batch_in_order() -> None:
     """Each discovered link was its own ENQUEUE script run; runs of them are now one call of up to 500."""
-    from scheduler.redis_link import ENQUEUE_BATCH, Op, _coalesce
+    from scheduler.redis_outbox import ENQUEUE_BATCH, Op, coalesce
 
     ops = [
         Op("enqueue", (["a"],)),
@@ -446,9 +447,9 @@ def test_a_turns_links_go_to_redis_in_one_enqueue_call_per_batch_in_order() -> N
         Op("done", (7, None)),
         Op("enqueue", (["d"],)),
     ]
-    assert _coalesce(ops) == [Op("enqueue", (["a", "b", "c"],)), ops[2], Op("enqueue", (["d"],))]
+    assert coalesce(ops) == [Op("enqueue", (["a", "b", "c"],)), ops[2], Op("enqueue", (["d"],))]
     many = [Op("enqueue", ([str(i)],)) for i in range(ENQUEUE_BATCH + 1)]
-    merged = _coalesce(many)
+    merged = coalesce(many)
     assert [len(op.args[0]) for op in merged] == [ENQUEUE_BATCH, 1]
     assert [url for op in merged for url in op.args[0]] == [str(i) for i in range(ENQUEUE_BATCH + 1)]
 

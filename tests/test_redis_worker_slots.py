@@ -15,7 +15,7 @@ from redis_server import (
 )
 from scrapy.utils.test import get_crawler
 
-from scheduler.redis_frontier import Claimed, QueuedRequest
+from scheduler.redis_requests import Claimed, QueuedRequest
 from scheduler.redis_scheduler import RedisHostScheduler
 
 SLOTS = 4

@@ -43,6 +43,22 @@ def worker_rows(frontier: RedisFrontier, now: float) -> dict[str, dict[str, Any]
 
 
 def frontier_view(frontier: RedisFrontier) -> dict[str, Any]:
+    """The run's hosts and leases by state, summed over its shards."""
+    totals = [0] * 10
+    for part in frontier.parts:
+        totals = [a + b for a, b in zip(totals, _part_view(part), strict=True)]
+    known, ready, new, waiting, busy, leases, blocked, dropped, urgent, dormant = totals
+    names = ("hosts_known", "hosts_ready", "hosts_waiting", "hosts_busy", "leases")
+    values = [known, ready + new, waiting, busy, leases, blocked, dropped + dormant, urgent]
+    view: dict[str, Any] = dict(
+        zip((*names, "hosts_blocked", "hosts_dropped", "hosts_requeued"), values, strict=True)
+    )
+    view["queued_urls"] = frontier.queued()
+    view["state"] = frontier.meta().get("state", "unknown")
+    return view
+
+
+def _part_view(frontier: RedisFrontier) -> list[int]:
     key = frontier.key
     pipe = frontier.pipeline()
     pipe.hlen(key("prio"))
@@ -55,13 +71,7 @@ def frontier_view(frontier: RedisFrontier) -> dict[str, Any]:
     pipe.scard(key("dropped"))
     pipe.hlen(key("urgent"))
     pipe.scard(key("revivable"))
-    names = ("hosts_known", "hosts_ready", "hosts_waiting", "hosts_busy", "leases")
-    known, ready, new, waiting, busy, leases, blocked, dropped, urgent, dormant = pipe.execute()
-    values = [known, ready + new, waiting, busy, leases, blocked, dropped + dormant, urgent]
-    view = dict(zip((*names, "hosts_blocked", "hosts_dropped", "hosts_requeued"), values, strict=True))
-    view["queued_urls"] = frontier.queued()
-    view["state"] = frontier.meta().get("state", "unknown")
-    return view
+    return [int(n) for n in pipe.execute()]
 
 
 def run_snapshot(frontier: RedisFrontier, curve: list[list[float]] | None = None) -> dict[str, Any]:
@@ -149,7 +159,11 @@ def _hosts(frontier: RedisFrontier, view: dict[str, Any]) -> dict[str, Any]:
     frame = host_state_frame(records.items(), {})
     scored = [row for row in frame.iter_rows(named=True) if row["scored_pages"]]
     top = heapq.nlargest(TOP_HOSTS, scored, key=lambda row: row["density_mean"])
-    waits = frontier.client.zrange(frontier.key("waiting"), 0, WAITS_SAMPLED - 1, withscores=True)
+    waits = [
+        pair
+        for part in frontier.parts
+        for pair in part.client.zrange(part.key("waiting"), 0, WAITS_SAMPLED - 1, withscores=True)
+    ]
     now_ms = time.time() * 1000
     wait_s = [max(0.0, (float(pair[1]) - now_ms) / 1000) for pair in waits]
     out.update(

@@ -89,7 +89,7 @@ def _frontier(url: str, run: str) -> Any:
     import redis  # the `redis` extra (crawler/cli.py names it when it is missing)
 
     from scheduler.redis_connect import connect
-    from scheduler.redis_frontier import RedisFrontier
+    from scheduler.redis_shards import open_frontier
 
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise ConfigError(f"--frontier {url}: not a Redis URL (redis://HOST:PORT/DB)")
@@ -98,7 +98,7 @@ def _frontier(url: str, run: str) -> Any:
         client.ping()
     except (redis.RedisError, ValueError) as exc:
         raise ConfigError(f"--frontier {url}: cannot reach Redis ({exc})") from None
-    frontier = RedisFrontier(client, run)
+    frontier = open_frontier(client, run)
     if not client.exists(frontier.key("meta")):
         raise ConfigError(f"--run {run}: no such run in {url} (no worker has started it)")
     return frontier
@@ -118,7 +118,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_drain(args: argparse.Namespace) -> int:
     frontier = _frontier(args.frontier, args.run_name)
     frontier.drain()
-    leases = frontier.client.zcard(frontier.key("leases"))
+    leases = sum(frontier.client.zcard(part.key("leases")) for part in frontier.parts)
     print(
         f"run {args.run_name}: draining; workers finish their {leases} leases and stop (the last merges RUN)"
     )

@@ -45,6 +45,10 @@ def check_worker_args(args: argparse.Namespace, config: CrawlConfig) -> None:
         raise ConfigError("--frontier needs --out RUN: the run directory every worker writes into")
     if args.worker_id is not None and not RUN_NAME.match(args.worker_id):
         raise ConfigError(f"--worker-id {args.worker_id!r}: letters, digits, '.', '_', '-' only")
+    from scheduler.redis_shards import MAX_SHARDS
+
+    if not 1 <= args.shards <= MAX_SHARDS:
+        raise ConfigError(f"--shards {args.shards}: from 1 to {MAX_SHARDS}")
     if args.lease_seconds < 2:
         raise ConfigError(f"--lease-seconds {args.lease_seconds}: at least 2 seconds")
     if config.policy.name == SCRAPY_SCHEDULER:
@@ -91,6 +95,7 @@ def run_worker(
     *,
     worker_id: str | None = None,
     lease_seconds: float = DEFAULT_LEASE_S,
+    shards: int = 1,
     progress: bool = True,
     status_port: int | None = None,
     status_bind: str = "127.0.0.1",
@@ -105,13 +110,13 @@ def run_worker(
     import redis
 
     from scheduler.redis_connect import CLUSTER_CLASS, connect
-    from scheduler.redis_frontier import RedisFrontier
     from scheduler.redis_scheduler import FAILED_STAT
+    from scheduler.redis_shards import open_frontier
 
     client = connect(  # bounded: a Redis gone silent must not hang the worker's end
         frontier_url, decode_responses=True, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=30
     )
-    frontier = RedisFrontier(client, run_name, lease_seconds)
+    frontier = open_frontier(client, run_name, lease_seconds, shards=shards)
     first = frontier.start(worker_id, config.fetch.max_pages, {"out": str(run_dir)})
     # every machine's RUN names its run and config (the first worker's, where RUN is shared), so the
     # merge can run on any of them

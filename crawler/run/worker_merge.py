@@ -36,6 +36,7 @@ from scheduler.export import host_state_frame
 from scheduler.hosts import PARKED
 from scheduler.redis_connect import connect
 from scheduler.redis_frontier import RedisFrontier
+from scheduler.redis_shards import open_frontier
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +153,7 @@ def frontier_of(run_dir: Path, url: str | None = None, run: str | None = None) -
         raise ConfigError(f"{marker}: not found; is {run_dir} the --out of a distributed run?")
     saved = json.loads(marker.read_text(encoding="utf-8")) if marker.is_file() else {}
     client = connect(url or saved["frontier"], decode_responses=True)
-    return RedisFrontier(client, run or saved["run"], float(saved.get("lease_seconds", 60.0)))
+    return open_frontier(client, run or saved["run"], float(saved.get("lease_seconds", 60.0)))
 
 
 def merge_run(

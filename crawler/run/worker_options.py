@@ -30,6 +30,14 @@ def add_worker_options(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_LEASE_S,
         help=f"a dead worker's requests go to the others this long after it stopped ({DEFAULT_LEASE_S:.0f})",
     )
+    g.add_argument(
+        "--shards",
+        type=int,
+        default=1,
+        metavar="N",
+        help="split a new run's frontier over N hash slots, so a Redis Cluster spreads it over its nodes "
+        "(1: the run on one node; a run keeps the number its first worker gave)",
+    )
 
 
 def continue_command(args: argparse.Namespace, run_dir: Path) -> str:
