@@ -3,6 +3,7 @@
     python -m benchmarks.distributed_crawl rate  [--workers 2] [--hosts 300] [--budget 3000]       # ~3 min
     python -m benchmarks.distributed_crawl yield [--workers 3] [--hosts 200] [--budget-share 0.1]  # ~8 min
     python -m benchmarks.distributed_crawl yield --seeds 3-7 --no-one-process  # ~6 min a seed, their mean
+    python -m benchmarks.distributed_crawl yield --workers 2 --shards 3 --no-one-process  # + a sharded run
 
 `rate`: pages fetched per second of wall time (first worker started to last worker done, merge included),
 with `--cleaner none` and bfs, so the frontier and the fetching are what is measured. `yield`: adaptive, every
@@ -10,6 +11,8 @@ fetched page graded by the test web's ground truth (as `hostcrawl bench yield` d
 fetch of N workers sharing host estimates through Redis against one worker (target >= 0.95x). Redis runs
 without AOF here (a deployment's `appendfsync everysec` costs about as little); no delay floor on loopback,
 robots.txt Crawl-delay still applies. Every worker is a real `hostcrawl crawl --frontier ...` process.
+`--shards K` adds the N workers on a three-node Redis Cluster with the run split into K shards
+(scheduler/redis_shards.py), against the N workers on one Redis (issue 27's target: within 5%).
 """
 
 from __future__ import annotations
@@ -26,11 +29,16 @@ import polars as pl
 
 from crawler.bench.yield_bench import grade
 from crawler.testweb import TestWebConfig, TestWebProcess
-from scheduler.redis_process import RedisProcess
+from scheduler.redis_process import RedisClusterProcess, RedisProcess
 
 
 def run_workers(
-    n: int, web: TestWebProcess, server: RedisProcess | None, out: Path, budget: int, extra: list[str]
+    n: int,
+    web: TestWebProcess,
+    server: RedisProcess | RedisClusterProcess | None,
+    out: Path,
+    budget: int,
+    extra: list[str],
 ) -> float:
     """n worker processes of one run (no server: one plain one-process crawl); wall seconds until the
     last one is done (the last worker merges the run)."""
@@ -89,6 +97,9 @@ def main(argv: list[str] | None = None) -> None:
         help="yield: also one process at N x --concurrency (as many pages in flight as the N workers), "
         "to tell what the workers' sharing costs from what their extra pages in flight cost",
     )
+    parser.add_argument(
+        "--shards", type=int, default=0, help="also the N workers on a 3-node Redis Cluster, run in K shards"
+    )
     args = parser.parse_args(argv)
     workers = args.workers or (2 if args.kind == "rate" else 3)
     ratios = [one_seed(args, seed, workers) for seed in args.seeds]
@@ -139,6 +150,17 @@ def one_seed(args: argparse.Namespace, seed: int, workers: int) -> float:
                 results[n] = (fetched(run) / wall, graded["hq_per_fetch"], wall)
                 rate, hq, _ = results[n]
                 print(f"  {n} worker(s): {wall:6.1f} s, {rate:6.1f} pages/s, {hq:.3f} hq/fetch", flush=True)
+            if args.shards:
+                with RedisClusterProcess(base / "cluster") as cluster:
+                    run = base / f"{args.kind}-{workers}-sharded"
+                    sharded = [*extra, "--shards", str(args.shards)]
+                    wall = run_workers(workers, web, cluster, run, budget, sharded)
+                    graded = grade(run, truth, budget)
+                rate, hq = fetched(run) / wall, graded["hq_per_fetch"]
+                plain_rate, plain_hq = results[workers][0], results[workers][1]
+                print(f"  {workers} worker(s), {args.shards} shards on a 3-node cluster: {wall:6.1f} s, "
+                      f"{rate:6.1f} pages/s ({rate / plain_rate:.2f}x one Redis), {hq:.3f} hq/fetch "
+                      f"({hq / plain_hq:.3f}x one Redis; target >= 0.95)", flush=True)  # fmt: skip
     one, many = results[1], results[workers]
     if args.kind == "rate":
         ratio = many[0] / one[0]

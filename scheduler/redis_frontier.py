@@ -28,6 +28,7 @@ DEDUP_MEMBER_BITS = 31  # members below 2**31 keep an intset at 4 bytes per memb
 # 47 bits in all: a new URL is taken for a seen one with probability N / 2**47 (7e-8 at 10M URLs)
 INTSET_ENTRIES = 4096  # asked of the server at seeding, so buckets stay intsets up to ~250M URLs
 QUEUE_CAP = 50_000  # URLs queued per host
+SHARDS_META = "shards"  # the run's meta field: how many shards it has (absent, in a run from before: 1)
 
 UNSCORED = "unscored"  # key CLAIM adds to a host record: its fetched pages whose leases are not done
 PARK_HORIZON_S = 600.0  # HOSTCRAWL_BACKOFF_MAX's default, as the SQLite frontier's park_horizon
@@ -108,7 +109,9 @@ class RedisFrontier:
     # -- a run's life -------------------------------------------------------------------------------
 
     def start(self, worker: str, budget: int, config: dict[str, Any]) -> bool:
-        """True for the worker that seeds the run; the others join it (and its budget)."""
+        """True for the worker that seeds the run; the others join it (and its budget). The run's shard
+        count is set first (scheduler/redis_shards.py): whoever sets it first decides it."""
+        self.client.hsetnx(self.key("meta"), SHARDS_META, "1")
         first = bool(self.client.hsetnx(self.key("meta"), "seeded_by", worker))
         if first:
             started, settings = str(time.time()), json.dumps(config)

@@ -15,6 +15,14 @@ from __future__ import annotations
 
 from scheduler.redis_scripts import _NOW
 
+# ARGV: the meta field, the shard count. Set unless the run has one already, or was seeded by a version
+# that set none (a run is never split after its first URLs are queued).
+SET_SHARDS = """
+local P = KEYS[1]
+if redis.call('HEXISTS', P..'meta', 'seeded_by') == 1 then return 0 end
+return redis.call('HSETNX', P..'meta', ARGV[1], ARGV[2])
+"""
+
 # ARGV: budget, n. Returns how many of n the run may still pay for (reserved now).
 RESERVE = """
 local P = KEYS[1]

@@ -30,13 +30,13 @@ from typing import Any
 import redis
 
 from scheduler import redis_run_scripts
-from scheduler.redis_frontier import PARK_HORIZON_S, QUEUE_CAP, RedisFrontier
+from scheduler.redis_frontier import PARK_HORIZON_S, QUEUE_CAP, SHARDS_META, RedisFrontier
 from scheduler.redis_requests import Claimed, NewUrl, Pick
 
-SHARDS_META = "shards"  # the run's meta field: how many shards it has (absent: 1)
 CHECKPOINT_SEQ = "checkpoint_seq"  # a worker's checkpoint's number, committed with it in its lease's shard
 MAX_SHARDS = 1024  # shards of one run (a cluster has 16,384 slots); a lease id is ID * MAX_SHARDS + SHARD
 GROUP_RETRY_MS = 1000  # a host whose group is busy in another shard waits this long before a new claim
+LIVE_EVERY_S = 0.5  # how stale a claim's view of the other shards' hosts in flight may be
 
 
 def shard_run(run: str, shard: int) -> str:
@@ -92,10 +92,21 @@ class ShardedFrontier(RedisFrontier):
         ]
         self.run_scripts = {
             name: client.register_script(getattr(redis_run_scripts, name))
-            for name in ("RESERVE", "UNRESERVE", "RUN_JOIN", "GROUP_TAKE", "GROUP_GIVE", "GROUP_RENEW")
+            for name in (
+                "SET_SHARDS",
+                "RESERVE",
+                "UNRESERVE",
+                "RUN_JOIN",
+                "GROUP_TAKE",
+                "GROUP_GIVE",
+                "GROUP_RENEW",
+            )
         }
         self._turn = 0  # the shard the next claim starts at
         self._budget: int | None = None  # the run's (read once)
+        self._live: list[bool] = []
+        self._live_until = 0.0
+        self._checkpoints = 0  # the last checkpoint number this process gave
         self._shapes: list[dict[str, list[int]]] = [{} for _ in range(shards)]  # per shard, as last read
 
     # -- routing ------------------------------------------------------------------------------------
@@ -116,9 +127,11 @@ class ShardedFrontier(RedisFrontier):
     # -- a run's life -------------------------------------------------------------------------------
 
     def start(self, worker: str, budget: int, config: dict[str, Any]) -> bool:
+        """The shard count is set before the run is seeded, by the first worker to start (a plain one sets
+        1), so workers started at once with different --shards agree; each opens the run again after."""
+        self._home("SET_SHARDS", SHARDS_META, len(self.parts))
         first = super().start(worker, budget, config)
         if first:
-            self.client.hset(self.key("meta"), SHARDS_META, str(len(self.parts)))
             for part in self.parts[1:]:
                 self.client.hset(part.key("meta"), mapping={"state": "running", "of": self.run})
         return first
@@ -182,7 +195,11 @@ class ShardedFrontier(RedisFrontier):
         return out
 
     def _live_by_part(self) -> list[bool]:
-        """Per shard: are any of its hosts in their delay or in flight (CLAIM's `others`)?"""
+        """Per shard: are any of its hosts in their delay or in flight (CLAIM's `others`)? Read every
+        LIVE_EVERY_S, not on every claim: a claim then costs one round trip per shard it asks."""
+        now = time.monotonic()
+        if now < self._live_until:
+            return self._live
         answers = []
         for part in self.parts:
             pipe = part.pipeline()
@@ -190,25 +207,30 @@ class ShardedFrontier(RedisFrontier):
             pipe.zcard(part.key("waiting"))
             live, waiting = pipe.execute()
             answers.append(bool(int(live or 0) or waiting))
+        self._live, self._live_until = answers, now + LIVE_EVERY_S
         return answers
 
     def _take_groups(self, taken: list[Claimed]) -> list[Claimed]:
-        """Each claimed lease counts in its host's politeness groups run-wide; one whose group is at its
-        limit in another shard goes back to its shard untouched (its URL stays queued)."""
-        kept = []
-        for claimed in taken:
-            args = [claimed.lease_id, claimed.host, self.group_limit, self.lease_ms]
-            if int(self._home("GROUP_TAKE", *args)):
-                kept.append(claimed)
-                continue
+        """Each claimed lease with a URL counts in its host's politeness groups run-wide (one round trip);
+        one whose group is at its limit in another shard goes back to its shard, its URL at the front of
+        its host's queue."""
+        asking = [c for c in taken if c.request is not None]
+        if not asking:
+            return taken
+        pipe = self.pipeline()
+        for claimed in asking:
+            args: list[str | int] = [claimed.lease_id, claimed.host, self.group_limit, self.lease_ms]
+            self.run_scripts["GROUP_TAKE"](keys=[self.prefix], args=args, client=pipe)
+        refused = {c.lease_id for c, ok in zip(asking, pipe.execute(), strict=True) if not int(ok)}
+        for claimed in (c for c in asking if c.lease_id in refused):
             part, _, raw = self.part_of_lease(claimed.lease_id)
-            if claimed.request is not None:  # picked already: back at the front of its queue
-                back = NewUrl(claimed.host, claimed.request, front=True, force=True, urgent=claimed.urgent)
-                RedisFrontier.enqueue(part, [back])
+            assert claimed.request is not None
+            back = NewUrl(claimed.host, claimed.request, front=True, force=True, urgent=claimed.urgent)
+            RedisFrontier.enqueue(part, [back])
             RedisFrontier.fetch_ended(part, raw, GROUP_RETRY_MS / 1000, fetched=False)
             RedisFrontier.done(part, raw, "")
             self.count("politeness/group_busy_in_another_shard")
-        return kept
+        return [c for c in taken if c.lease_id not in refused]
 
     def fetch_ended(self, lease_id: str, delay_seconds: float, fetched: bool, hold: bool = False) -> None:
         part, _, raw = self.part_of_lease(lease_id)
@@ -225,7 +247,11 @@ class ShardedFrontier(RedisFrontier):
             self._home("UNRESERVE", 1)
 
     def numbered(self, checkpoint: dict[str, str] | None) -> dict[str, str]:
-        return {**checkpoint, CHECKPOINT_SEQ: str(time.time_ns())} if checkpoint else {}
+        """Numbered from the clock (a worker id used again later numbers on) and never backwards."""
+        if not checkpoint:
+            return {}
+        self._checkpoints = max(self._checkpoints + 1, time.time_ns())
+        return {**checkpoint, CHECKPOINT_SEQ: str(self._checkpoints)}
 
     def done(self, lease_id: str, worker: str, checkpoint: dict[str, str] | None = None) -> bool:
         part, _, raw = self.part_of_lease(lease_id)

@@ -24,6 +24,7 @@ from crawler.bench.audit import audit_test_web
 from crawler.testweb import SiteModel, TestWebConfig, TestWebProcess
 from scheduler.redis_connect import connect, is_cluster, run_prefix
 from scheduler.redis_process import RedisClusterProcess
+from scheduler.redis_shards import shard_run
 
 pytestmark = pytest.mark.slow
 
@@ -58,19 +59,28 @@ def test_redis_cluster_two_workers_share_one_run(tmp_path: Path, redis_cluster: 
     assert connect(redis_cluster.url).exists(run_prefix("clustered") + "meta")
 
 
-@pytest.mark.parametrize("which", ["home", "other"])
+@pytest.mark.parametrize("which", ["home", "other", "shard"])
 def test_redis_cluster_node_killed_and_restarted_loses_nothing(
     tmp_path: Path, redis_cluster: RedisClusterProcess, which: str
 ) -> None:
     """`home`: the node holding the run's keys (the workers pause until it is back); `other`: another node,
-    whose slots this run does not use (the workers may go on or pause, and lose nothing either way)."""
+    whose slots this run does not use (the workers may go on or pause, and lose nothing either way);
+    `shard`: a run of three shards (--shards 3), and a node holding one of its shards but not its home."""
     web_config = TestWebConfig(n_hosts=30, seed=8)
     run = f"failing-{which}"
     home = redis_cluster.node_of(run_prefix(run))
     if which == "other":
         home = next(node for node in redis_cluster.nodes if node is not home)
+    if which == "shard":
+        shard_nodes = [redis_cluster.node_of(run_prefix(shard_run(run, k))) for k in (1, 2)]
+        home = next(node for node in shard_nodes if node is not home)
     with TestWebProcess(web_config, tmp_path / "web") as web:
-        extra = ("--policy", "bfs")  # (as the one-Redis outage test: no host with a long Crawl-delay last)
+        extra: tuple[str, ...] = (
+            "--policy",
+            "bfs",
+        )  # (as the one-Redis outage test: no long Crawl-delay last)
+        if which == "shard":
+            extra += ("--shards", "3")
         workers = start_workers(tmp_path, web, redis_cluster, run, 2, budget=150, lease_s=20, extra=extra)
         wait_for_run_rows(workers, 10)
         assert home.proc is not None

@@ -117,7 +117,16 @@ def test_shared_counts_and_checkpoints_span_shards(redis_cluster: RedisClusterPr
     assert frontier.worker_meta("w0")["where"] == str(len(leases) - 1)  # the last, whatever its shard
 
 
-@pytest.mark.parametrize("shards", [1])
-def test_one_shard_is_the_plain_layout(redis_cluster: RedisClusterProcess, shards: int) -> None:
-    frontier = open_frontier(redis_cluster.client(), f"plain{next(RUNS)}", shards=shards)
-    assert type(frontier) is RedisFrontier
+@pytest.mark.parametrize("first", ["plain", "sharded"])
+def test_workers_started_at_once_agree_on_the_first_ones_shard_count(
+    redis_cluster: RedisClusterProcess, first: str
+) -> None:
+    run = f"race{next(RUNS)}"
+    client = redis_cluster.client()
+    plain, sharded = open_frontier(client, run), open_frontier(client, run, shards=3)  # neither started it
+    assert type(plain) is RedisFrontier and isinstance(sharded, ShardedFrontier)
+    order = [plain, sharded] if first == "plain" else [sharded, plain]
+    for worker, frontier in enumerate(order):
+        frontier.start(f"w{worker}", 0, {})
+    again = open_frontier(client, run, shards=5)  # what every worker does after start()
+    assert len(again.parts) == (1 if first == "plain" else 3)

@@ -118,6 +118,7 @@ def run_worker(
     )
     frontier = open_frontier(client, run_name, lease_seconds, shards=shards)
     first = frontier.start(worker_id, config.fetch.max_pages, {"out": str(run_dir)})
+    frontier = open_frontier(client, run_name, lease_seconds)  # as many shards as the run has
     # every machine's RUN names its run and config (the first worker's, where RUN is shared), so the
     # merge can run on any of them
     if first or not (run_dir / RUN_FILE).is_file():
