@@ -89,11 +89,9 @@ class RedisFrontier:
         """The lease's shard, its number and the lease id there."""
         return self, 0, lease_id
 
-    def ended(self, lease_id: str, fetch_ended_result: int) -> None:
-        """What a sharded run does run-wide after FETCH_ENDED or DONE (nothing here)."""
-
-    def joined(self, host: str, group: str) -> None:
-        """What a sharded run does run-wide after JOIN (nothing here)."""
+    def after_sent(self, ended: list[tuple[str, int]], joined: list[tuple[str, str]]) -> None:
+        """What a sharded run does run-wide after FETCH_ENDED or DONE ((lease, FETCH_ENDED's answer, 1 for
+        DONE)) and JOIN ((host, group)): nothing here."""
 
     def numbered(self, checkpoint: dict[str, str] | None) -> dict[str, str]:
         """A checkpoint as DONE commits it (a sharded run numbers it)."""

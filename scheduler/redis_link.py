@@ -287,11 +287,12 @@ class RedisLink:
             order.append(k)
         answers = {k: iter(pipe.execute()) for k, pipe in pipes.items()}
         results = [next(answers[k]) for k in order]
-        for op, result in zip(calls, results, strict=True):
-            if op.method in ("fetch_ended", "done"):
-                f.ended(op.args[0], int(result) if op.method == "fetch_ended" else 1)
-            elif op.method == "join":
-                f.joined(*op.args)
+        ended = [
+            (op.args[0], int(r) if op.method == "fetch_ended" else 1)
+            for op, r in zip(calls, results, strict=True)
+            if op.method in ("fetch_ended", "done")
+        ]
+        f.after_sent(ended, [op.args for op in calls if op.method == "join"])
         # what we sent changed the run (our URLs may all be duplicates of other workers' work): until
         # `pending` is read again, in this same turn, the reactor must not take a stale False and close
         self.state.pending = True

@@ -238,13 +238,24 @@ class ShardedFrontier(RedisFrontier):
         result = part.scripts["FETCH_ENDED"](
             keys=[part.prefix], args=[raw, ms, "1" if fetched else "0", "1" if hold else "0"]
         )
-        self.ended(lease_id, int(result))
+        self.after_sent([(lease_id, int(result))], [])
 
-    def ended(self, lease_id: str, fetch_ended_result: int) -> None:
-        """A lease's fetch ended (FETCH_ENDED answered): out of its groups, and its budget back if unused."""
-        self._home("GROUP_GIVE", lease_id)
-        if fetch_ended_result == 2 and self._run_budget():
-            self._home("UNRESERVE", 1)
+    def after_sent(self, ended: list[tuple[str, int]], joined: list[tuple[str, str]]) -> None:
+        """In one round trip: ended leases out of their groups, the budget of those that never reached the
+        network back to the run, and hosts' groups known run-wide."""
+        if not ended and not joined:
+            return
+        pipe = self.pipeline()
+        calls: list[tuple[str, list[Any]]] = []
+        if ended:
+            calls.append(("GROUP_GIVE", [lease for lease, _ in ended]))
+        unused = sum(1 for _, answer in ended if answer == 2)
+        if unused and self._run_budget():
+            calls.append(("UNRESERVE", [unused]))
+        calls += [("RUN_JOIN", [host, group]) for host, group in joined]
+        for script, args in calls:
+            self.run_scripts[script](keys=[self.prefix], args=args, client=pipe)
+        pipe.execute()
 
     def numbered(self, checkpoint: dict[str, str] | None) -> dict[str, str]:
         """Numbered from the clock (a worker id used again later numbers on) and never backwards."""
@@ -256,7 +267,7 @@ class ShardedFrontier(RedisFrontier):
     def done(self, lease_id: str, worker: str, checkpoint: dict[str, str] | None = None) -> bool:
         part, _, raw = self.part_of_lease(lease_id)
         finished = RedisFrontier.done(part, raw, worker, self.numbered(checkpoint))
-        self.ended(lease_id, 1)
+        self.after_sent([(lease_id, 1)], [])
         return finished
 
     def renew(self, lease_ids: list[str]) -> int:
@@ -286,11 +297,8 @@ class ShardedFrontier(RedisFrontier):
         return RedisFrontier.block(self._part(host), host, reason)
 
     def join(self, host: str, group: str) -> bool:
-        self.joined(host, group)
+        self.after_sent([], [(host, group)])
         return RedisFrontier.join(self._part(host), host, group)
-
-    def joined(self, host: str, group: str) -> None:
-        self._home("RUN_JOIN", host, group)
 
     def drop(self, host: str, reason: str, rank: float | None = None) -> int:
         return RedisFrontier.drop(self._part(host), host, reason, rank)
