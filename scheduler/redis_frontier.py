@@ -81,9 +81,19 @@ class RedisFrontier:
     def key(self, name: str) -> str:
         return self.prefix + name
 
+    def shard_index(self, host: str) -> int:
+        """The number of the shard holding the host's queue, record and clock."""
+        return 0
+
     def part_of_host(self, host: str) -> RedisFrontier:
-        """The shard holding the host's queue, record and clock."""
-        return self
+        return self.parts[self.shard_index(host)]
+
+    def split_by_shard(self, urls: list[NewUrl]) -> dict[int, list[int]]:
+        """The URLs' positions, by the shard of their host."""
+        by_shard: dict[int, list[int]] = {}
+        for i, url in enumerate(urls):
+            by_shard.setdefault(self.shard_index(url.host), []).append(i)
+        return by_shard
 
     def part_of_lease(self, lease_id: str) -> tuple[RedisFrontier, int, str]:
         """The lease's shard, its number and the lease id there."""
@@ -198,9 +208,10 @@ class RedisFrontier:
                 claimed.request = request
         return out
 
-    def fetch_ended(self, lease_id: str, delay_seconds: float, fetched: bool, hold: bool = False) -> None:
+    def fetch_ended(self, lease_id: str, delay_seconds: float, fetched: bool, hold: bool = False) -> int:
+        """FETCH_ENDED's answer: 0 the lease was gone, 2 its budget was given back, else 1."""
         ms = max(0, int(delay_seconds * 1000))
-        self._call("FETCH_ENDED", lease_id, ms, "1" if fetched else "0", "1" if hold else "0")
+        return int(self._call("FETCH_ENDED", lease_id, ms, "1" if fetched else "0", "1" if hold else "0"))
 
     def done(self, lease_id: str, worker: str, checkpoint: dict[str, str] | None = None) -> bool:
         """False if the lease had expired (its URL went back to the queue and may be fetched again)."""

@@ -25,10 +25,11 @@ def by_shard(frontier: RedisFrontier, op: Op) -> list[Op]:
     """An enqueue of URLs of several shards' hosts as one per shard (other operations go whole)."""
     if op.method != "enqueue" or len(frontier.parts) == 1:
         return [op]
-    by_part: dict[int, list[NewUrl]] = {}
-    for url in op.args[0]:
-        by_part.setdefault(frontier.parts.index(frontier.part_of_host(url.host)), []).append(url)
-    return [Op("enqueue", (urls, *op.args[1:])) for urls in by_part.values()]
+    urls: list[NewUrl] = op.args[0]
+    return [
+        Op("enqueue", ([urls[i] for i in positions], *op.args[1:]))
+        for positions in frontier.split_by_shard(urls).values()
+    ]
 
 
 def coalesce(ops: list[Op]) -> list[Op]:
@@ -52,9 +53,9 @@ def shard_of_op(f: RedisFrontier, op: Op) -> tuple[RedisFrontier, int]:
         part, k, _ = f.part_of_lease(op.args[0])
         return part, k
     if op.method in ("block", "drop", "join"):
-        part = f.part_of_host(op.args[0])
+        k = f.shard_index(op.args[0])
     elif op.method == "enqueue":
-        part = f.part_of_host(op.args[0][0].host)
+        k = f.shard_index(op.args[0][0].host)
     else:
-        part = f
-    return part, f.parts.index(part)
+        k = 0  # the home: politeness, counts
+    return f.parts[k], k

@@ -111,8 +111,8 @@ class ShardedFrontier(RedisFrontier):
 
     # -- routing ------------------------------------------------------------------------------------
 
-    def part_of_host(self, host: str) -> RedisFrontier:
-        return self.parts[shard_of(host, len(self.parts))]
+    def shard_index(self, host: str) -> int:
+        return shard_of(host, len(self.parts))
 
     def part_of_lease(self, lease_id: str) -> tuple[RedisFrontier, int, str]:
         shard, raw = int(lease_id) % MAX_SHARDS, int(lease_id) // MAX_SHARDS
@@ -146,10 +146,7 @@ class ShardedFrontier(RedisFrontier):
 
     def enqueue(self, urls: list[NewUrl], cap: int = QUEUE_CAP, worker: str = "") -> list[str | None]:
         out: list[str | None] = [None] * len(urls)
-        by_part: dict[int, list[int]] = {}
-        for i, item in enumerate(urls):
-            by_part.setdefault(shard_of(item.host, len(self.parts)), []).append(i)
-        for k, indexes in by_part.items():
+        for k, indexes in self.split_by_shard(urls).items():
             reasons = RedisFrontier.enqueue(self.parts[k], [urls[i] for i in indexes], cap, worker)
             for i, reason in zip(indexes, reasons, strict=True):
                 out[i] = reason
@@ -173,17 +170,17 @@ class ShardedFrontier(RedisFrontier):
         out: list[Claimed] = []
         start, self._turn = self._turn, (self._turn + 1) % shards
         spent = 0
+        limits = (  # each shard's even part of the run's
+            math.ceil(fill_hosts / shards),
+            exploring,
+            math.ceil(max_unscored / shards) if max_unscored else 0,
+        )
         for step in range(shards):
             if len(out) >= n:
                 break
             k = (start + step) % shards
             part = self.parts[k]
             elsewhere = any(live[j] for j in range(shards) if j != k)
-            limits = (
-                math.ceil(fill_hosts / shards),
-                exploring,
-                math.ceil(max_unscored / shards) if max_unscored else 0,
-            )
             taken = _claim_in(part, n - len(out), worker, pick, limits, paid - spent, elsewhere)
             for claimed in taken:
                 claimed.lease_id = str(int(claimed.lease_id) * MAX_SHARDS + k)
@@ -232,13 +229,11 @@ class ShardedFrontier(RedisFrontier):
             self.count("politeness/group_busy_in_another_shard")
         return [c for c in taken if c.lease_id not in refused]
 
-    def fetch_ended(self, lease_id: str, delay_seconds: float, fetched: bool, hold: bool = False) -> None:
+    def fetch_ended(self, lease_id: str, delay_seconds: float, fetched: bool, hold: bool = False) -> int:
         part, _, raw = self.part_of_lease(lease_id)
-        ms = max(0, int(delay_seconds * 1000))
-        result = part.scripts["FETCH_ENDED"](
-            keys=[part.prefix], args=[raw, ms, "1" if fetched else "0", "1" if hold else "0"]
-        )
-        self.after_sent([(lease_id, int(result))], [])
+        answer = RedisFrontier.fetch_ended(part, raw, delay_seconds, fetched, hold)
+        self.after_sent([(lease_id, answer)], [])
+        return answer
 
     def after_sent(self, ended: list[tuple[str, int]], joined: list[tuple[str, str]]) -> None:
         """In one round trip: ended leases out of their groups, the budget of those that never reached the
@@ -294,23 +289,20 @@ class ShardedFrontier(RedisFrontier):
     # -- per host -----------------------------------------------------------------------------------
 
     def block(self, host: str, reason: str) -> int:
-        return RedisFrontier.block(self._part(host), host, reason)
+        return RedisFrontier.block(self.part_of_host(host), host, reason)
 
     def join(self, host: str, group: str) -> bool:
         self.after_sent([], [(host, group)])
-        return RedisFrontier.join(self._part(host), host, group)
+        return RedisFrontier.join(self.part_of_host(host), host, group)
 
     def drop(self, host: str, reason: str, rank: float | None = None) -> int:
-        return RedisFrontier.drop(self._part(host), host, reason, rank)
+        return RedisFrontier.drop(self.part_of_host(host), host, reason, rank)
 
     def prioritise(self, host: str, priority: float, judged: bool = True, rejudged: bool = False) -> None:
-        RedisFrontier.prioritise(self._part(host), host, priority, judged, rejudged)
+        RedisFrontier.prioritise(self.part_of_host(host), host, priority, judged, rejudged)
 
     def host_record(self, host: str) -> dict[str, Any]:
-        return RedisFrontier.host_record(self._part(host), host)
-
-    def _part(self, host: str) -> RedisFrontier:
-        return self.parts[shard_of(host, len(self.parts))]
+        return RedisFrontier.host_record(self.part_of_host(host), host)
 
     # -- over every shard ---------------------------------------------------------------------------
 

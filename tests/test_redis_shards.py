@@ -12,6 +12,7 @@ from redis_server import redis_cluster_fixture  # noqa: F401  (registers the fix
 
 from scheduler.redis_connect import run_prefix
 from scheduler.redis_frontier import RedisFrontier
+from scheduler.redis_link import SharedUpdate
 from scheduler.redis_process import RedisClusterProcess
 from scheduler.redis_requests import NewUrl, QueuedRequest
 from scheduler.redis_shards import ShardedFrontier, open_frontier, shard_of, shard_run
@@ -102,8 +103,7 @@ def test_shared_counts_and_checkpoints_span_shards(redis_cluster: RedisClusterPr
     for h in hosts:
         part = frontier.part_of_host(h)
         pipe = pipes.setdefault(id(part), part.pipeline())
-        update = type("Update", (), {"shape": "/p/*", "high": True, "mean": 0.5})()
-        part.add_shared_policy_state(pipe, h, update)
+        part.add_shared_policy_state(pipe, h, SharedUpdate("/p/*", True, 0.5))
     for pipe in pipes.values():
         pipe.execute()
     means, shapes, since = frontier.shared_policy_state()
